@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Module parameters. All of them can be written at runtime through
+ * /sys/module/rseq_slice/parameters/; readers on hot paths use READ_ONCE()
+ * and tolerate a value changing under them.
+ */
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+
+#include "rseq_slice.h"
+
+unsigned int rseq_slice_grant_ns = RSEQ_SLICE_GRANT_NS_DEFAULT;
+bool rseq_slice_enabled = true;
+bool rseq_slice_debug;
+int rseq_slice_foreign = RSEQ_SLICE_FOREIGN_KILL;
+
+static int grant_ns_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ns;
+	int ret;
+
+	ret = kstrtouint(val, 0, &ns);
+	if (ret)
+		return ret;
+	if (ns < RSEQ_SLICE_GRANT_NS_MIN || ns > RSEQ_SLICE_GRANT_NS_MAX)
+		return -EINVAL;
+	WRITE_ONCE(rseq_slice_grant_ns, ns);
+	return 0;
+}
+
+static const struct kernel_param_ops grant_ns_ops = {
+	.set = grant_ns_set,
+	.get = param_get_uint,
+};
+module_param_cb(grant_ns, &grant_ns_ops, &rseq_slice_grant_ns, 0644);
+MODULE_PARM_DESC(grant_ns, "Length of a grant in ns (5000..50000, default 30000)");
+
+static const char * const foreign_names[] = {
+	[RSEQ_SLICE_FOREIGN_KILL] = "kill",
+	[RSEQ_SLICE_FOREIGN_ABORT] = "abort",
+};
+
+static int foreign_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(foreign_names, val);
+
+	if (i < 0)
+		return -EINVAL;
+	WRITE_ONCE(rseq_slice_foreign, i);
+	return 0;
+}
+
+static int foreign_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", foreign_names[READ_ONCE(rseq_slice_foreign)]);
+}
+
+static const struct kernel_param_ops foreign_ops = {
+	.set = foreign_set,
+	.get = foreign_get,
+};
+module_param_cb(foreign_syscall, &foreign_ops, NULL, 0644);
+MODULE_PARM_DESC(foreign_syscall,
+		 "A system call other than the yield while granted: kill (SIGSEGV, v1, default) or abort (revoke the grant and run it, as merged upstream)");
+
+module_param_named(debug, rseq_slice_debug, bool, 0644);
+MODULE_PARM_DESC(debug, "Check the control word at yield and syscall entry; SIGSEGV on a violation (default 0)");
+
+static int enabled_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+	int ret;
+
+	ret = kstrtobool(val, &on);
+	if (ret)
+		return ret;
+	WRITE_ONCE(rseq_slice_enabled, on);
+	return 0;
+}
+
+static const struct kernel_param_ops enabled_ops = {
+	.set = enabled_set,
+	.get = param_get_bool,
+};
+module_param_cb(enabled, &enabled_ops, &rseq_slice_enabled, 0644);
+MODULE_PARM_DESC(enabled,
+		 "1: grants are given (default); 0: every grant ends, hooks are removed, ENABLE fails with EOPNOTSUPP, registrations are kept");

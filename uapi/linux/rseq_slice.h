@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * rseq_slice: time slice extension for user space on kernels that lack
+ * CONFIG_RSEQ_SLICE_EXTENSION, as a loadable module.
+ *
+ * The control word and its bits mean what they mean in the seed series
+ * ("rseq: Implement time slice extension mechanism", v1): a thread sets
+ * REQUEST before a critical section; if an interrupt returns to user space
+ * with a reschedule pending, the kernel may clear REQUEST, set GRANTED and
+ * let the thread run on for a short while. At the end of the critical
+ * section the thread clears REQUEST with a CPU-local test-and-clear; if
+ * that finds REQUEST already cleared and GRANTED set, it must yield at once
+ * with RSEQ_SLICE_IOC_YIELD.
+ *
+ * Differences from upstream, forced by being a module: the control word is
+ * registered with RSEQ_SLICE_IOC_ENABLE instead of living in struct rseq,
+ * and enable/yield are ioctls on RSEQ_SLICE_DEVICE instead of prctl() and
+ * the rseq_slice_yield() system call. All ioctls act on the calling thread,
+ * not on the file: the file is only the way in.
+ */
+#ifndef _UAPI_LINUX_RSEQ_SLICE_H
+#define _UAPI_LINUX_RSEQ_SLICE_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define RSEQ_SLICE_DEVICE		"/dev/rseq_slice"
+#define RSEQ_SLICE_ABI_VERSION		1
+
+/* Bits of the control word, as in v1 of the upstream series. */
+#define RSEQ_SLICE_EXT_REQUEST_BIT	0
+#define RSEQ_SLICE_EXT_GRANTED_BIT	1
+#define RSEQ_SLICE_EXT_REQUEST		(1U << RSEQ_SLICE_EXT_REQUEST_BIT)
+#define RSEQ_SLICE_EXT_GRANTED		(1U << RSEQ_SLICE_EXT_GRANTED_BIT)
+
+/**
+ * struct rseq_slice_register - argument of RSEQ_SLICE_IOC_ENABLE
+ * @ctrl:	user address of the thread's control word, a naturally
+ *		aligned __u32 in private writable memory
+ * @flags:	must be 0
+ * @reserved:	must be 0
+ */
+struct rseq_slice_register {
+	__u64 ctrl;
+	__u32 flags;
+	__u32 reserved;
+};
+
+/* struct rseq_slice_info.flags */
+#define RSEQ_SLICE_INFO_ENABLED		(1U << 0)	/* module parameter enabled=1 */
+#define RSEQ_SLICE_INFO_DEBUG		(1U << 1)	/* module parameter debug=1 */
+#define RSEQ_SLICE_INFO_ABORT		(1U << 2)	/* foreign_syscall=abort (else kill) */
+
+/**
+ * struct rseq_slice_info - argument of RSEQ_SLICE_IOC_INFO
+ * @abi_version:	RSEQ_SLICE_ABI_VERSION of the loaded module
+ * @grant_ns:		current length of a grant, in nanoseconds
+ * @grant_ns_min:	smallest value grant_ns accepts
+ * @grant_ns_max:	largest value grant_ns accepts
+ * @flags:		RSEQ_SLICE_INFO_*
+ * @reserved:		zero; room to grow
+ */
+struct rseq_slice_info {
+	__u32 abi_version;
+	__u32 grant_ns;
+	__u32 grant_ns_min;
+	__u32 grant_ns_max;
+	__u32 flags;
+	__u32 reserved[11];
+};
+
+#define RSEQ_SLICE_IOC_TYPE		0xB9
+/* Register the calling thread's control word and enable extensions. */
+#define RSEQ_SLICE_IOC_ENABLE		_IOW(RSEQ_SLICE_IOC_TYPE, 0, struct rseq_slice_register)
+/* Disable for the calling thread and forget its control word. */
+#define RSEQ_SLICE_IOC_DISABLE		_IO(RSEQ_SLICE_IOC_TYPE, 1)
+/* 1 if the calling thread is enabled, else 0. */
+#define RSEQ_SLICE_IOC_GET		_IO(RSEQ_SLICE_IOC_TYPE, 2)
+/* End a grant: 1 if the thread yielded inside a live grant, else 0. */
+#define RSEQ_SLICE_IOC_YIELD		_IO(RSEQ_SLICE_IOC_TYPE, 3)
+/* Describe the module's limits and settings. */
+#define RSEQ_SLICE_IOC_INFO		_IOR(RSEQ_SLICE_IOC_TYPE, 4, struct rseq_slice_info)
+
+#if !defined(__KERNEL__) && defined(__x86_64__)
+/*
+ * User-space helpers for the v1 protocol, nestable: only the outermost
+ * rseq_slice_begin()/rseq_slice_end() pair touches the control word (the
+ * upstream discussion settled that nesting belongs in user space).
+ *
+ * Keep one struct rseq_slice_thread per thread (thread-local storage),
+ * register &t->ctrl with RSEQ_SLICE_IOC_ENABLE and store the device's file
+ * descriptor in t->fd. The yield is issued as a raw ioctl system call so
+ * that this header needs no C library header.
+ */
+struct rseq_slice_thread {
+	__u32 ctrl;	/* the control word registered with the kernel */
+	__u32 depth;	/* nesting depth of rseq_slice_begin() */
+	int fd;		/* open RSEQ_SLICE_DEVICE */
+};
+
+static inline long rseq_slice_yield_fd(int fd)
+{
+	long ret;
+
+	/* __NR_ioctl is 16 on x86-64. */
+	__asm__ __volatile__("syscall"
+			     : "=a" (ret)
+			     : "0" (16L), "D" ((long)fd), "S" ((long)RSEQ_SLICE_IOC_YIELD)
+			     : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline void rseq_slice_begin(struct rseq_slice_thread *t)
+{
+	if (t->depth++ == 0) {
+		/* A plain store: the kernel only looks at it from this CPU. */
+		*(volatile __u32 *)&t->ctrl = RSEQ_SLICE_EXT_REQUEST;
+		__asm__ __volatile__("" ::: "memory");
+	}
+}
+
+/*
+ * Ends the critical section. Returns 0 if it was not interrupted or was
+ * rescheduled without a grant, 1 if a grant was given and the yield
+ * rescheduled, 2 if a grant was seen but it was revoked before the yield
+ * (the "Raced" case), a negative errno if the yield failed.
+ */
+static inline int rseq_slice_end(struct rseq_slice_thread *t)
+{
+	unsigned char was_set;
+	long ret;
+
+	if (--t->depth != 0)
+		return 0;
+	__asm__ __volatile__("" ::: "memory");
+	/*
+	 * BTR without LOCK: the kernel writes the word only from the CPU
+	 * this thread runs on, between two of its instructions, so a
+	 * CPU-local read-modify-write cannot lose its update.
+	 */
+	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
+			     : "+m" (t->ctrl), "=qm" (was_set)
+			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
+			     : "cc", "memory");
+	if (was_set)
+		return 0;
+	/* A racy read is fine: GRANTED only ever goes from set to clear here. */
+	if (!(*(volatile __u32 *)&t->ctrl & RSEQ_SLICE_EXT_GRANTED))
+		return 0;
+	ret = rseq_slice_yield_fd(t->fd);
+	if (ret < 0)
+		return (int)ret;
+	return ret == 1 ? 1 : 2;
+}
+#endif /* !__KERNEL__ && __x86_64__ */
+
+#endif /* _UAPI_LINUX_RSEQ_SLICE_H */

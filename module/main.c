@@ -3,25 +3,127 @@
  * rseq_slice: time slice extension for stock kernels, as a module.
  *
  * The misc device /dev/rseq_slice is the way in: its ioctls act on the
- * calling thread, never on the open file.
+ * calling thread, never on the open file, so any thread of any process
+ * that can open the device manages only itself.
  */
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/uaccess.h>
 
 #include <linux/rseq_slice.h>
 #include "rseq_slice.h"
 
-static long rseq_slice_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+static int rseq_slice_enable(const void __user *arg)
 {
-	return -ENOTTY;
+	struct rseq_slice_register reg;
+	int ret;
+
+	if (copy_from_user(&reg, arg, sizeof(reg)))
+		return -EFAULT;
+	if (reg.flags || reg.reserved || (reg.ctrl & (sizeof(u32) - 1)))
+		return -EINVAL;
+
+	rseq_slice_hooks_lock();
+	if (!READ_ONCE(rseq_slice_enabled)) {
+		ret = -EOPNOTSUPP;
+		goto out;
+	}
+	ret = rseq_slice_task_register(reg.ctrl);
+	if (ret)
+		goto out;
+	ret = rseq_slice_hooks_sync();
+	if (ret)
+		rseq_slice_task_unregister_current();
+out:
+	rseq_slice_hooks_unlock();
+	return ret;
 }
 
+static int rseq_slice_disable(void)
+{
+	rseq_slice_hooks_lock();
+	if (rseq_slice_task_unregister_current())
+		rseq_slice_hooks_sync();
+	rseq_slice_hooks_unlock();
+	return 0;
+}
+
+static int rseq_slice_get(void)
+{
+	bool on;
+
+	rcu_read_lock();
+	on = rseq_slice_task_find(current);
+	rcu_read_unlock();
+	return on;
+}
+
+static int rseq_slice_yield(void)
+{
+	struct rseq_slice_task *st;
+
+	/* Only this thread can remove its registration: st stays valid. */
+	rcu_read_lock();
+	st = rseq_slice_task_find(current);
+	rcu_read_unlock();
+	return rseq_slice_grant_yield(st);
+}
+
+static int rseq_slice_info(void __user *arg)
+{
+	/* Every byte defined: the reserved words go out as zero. */
+	struct rseq_slice_info info = {
+		.abi_version = RSEQ_SLICE_ABI_VERSION,
+		.grant_ns = READ_ONCE(rseq_slice_grant_ns),
+		.grant_ns_min = RSEQ_SLICE_GRANT_NS_MIN,
+		.grant_ns_max = RSEQ_SLICE_GRANT_NS_MAX,
+	};
+
+	BUILD_BUG_ON(sizeof(info) != 64);
+	if (READ_ONCE(rseq_slice_enabled))
+		info.flags |= RSEQ_SLICE_INFO_ENABLED;
+	if (READ_ONCE(rseq_slice_debug))
+		info.flags |= RSEQ_SLICE_INFO_DEBUG;
+	if (READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_ABORT)
+		info.flags |= RSEQ_SLICE_INFO_ABORT;
+	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
+}
+
+static long rseq_slice_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case RSEQ_SLICE_IOC_ENABLE:
+		return rseq_slice_enable(uarg);
+	case RSEQ_SLICE_IOC_DISABLE:
+		return rseq_slice_disable();
+	case RSEQ_SLICE_IOC_GET:
+		return rseq_slice_get();
+	case RSEQ_SLICE_IOC_YIELD:
+		return rseq_slice_yield();
+	case RSEQ_SLICE_IOC_INFO:
+		return rseq_slice_info(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/*
+ * .owner makes an open file hold a module reference: unloading the module
+ * while the device is open is refused (EBUSY from delete_module).
+ */
 static const struct file_operations rseq_slice_fops = {
 	.owner = THIS_MODULE,
 	.unlocked_ioctl = rseq_slice_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };
+
+bool rseq_slice_file_is_ours(struct file *file)
+{
+	return file->f_op == &rseq_slice_fops;
+}
 
 static struct miscdevice rseq_slice_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
@@ -32,12 +134,37 @@ static struct miscdevice rseq_slice_misc = {
 
 static int __init rseq_slice_init(void)
 {
-	return misc_register(&rseq_slice_misc);
+	int ret;
+
+	ret = rseq_slice_symbols_init();
+	if (ret)
+		return ret;
+	rseq_slice_grant_init();
+	ret = rseq_slice_hooks_init();
+	if (ret)
+		return ret;
+	rseq_slice_stats_init();
+	ret = misc_register(&rseq_slice_misc);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	rseq_slice_stats_exit();
+	rseq_slice_hooks_exit();
+	return ret;
 }
 
 static void __exit rseq_slice_exit(void)
 {
 	misc_deregister(&rseq_slice_misc);
+	rseq_slice_stats_exit();
+	/* No hook, no grant after this... */
+	rseq_slice_hooks_exit();
+	/* ...so the registrations can go, pins and all... */
+	rseq_slice_task_unregister_all();
+	rseq_slice_task_flush();
+	/* ...and no timer can be left armed. */
+	rseq_slice_grant_exit();
 }
 
 module_init(rseq_slice_init);

@@ -77,6 +77,8 @@ static int enabled_set(const char *val, const struct kernel_param *kp)
 	if (ret)
 		return ret;
 	WRITE_ONCE(rseq_slice_enabled, on);
+	/* Before module init this is only the insmod argument. */
+	rseq_slice_hooks_enabled_changed();
 	return 0;
 }
 

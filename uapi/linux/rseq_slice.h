@@ -76,7 +76,7 @@ struct rseq_slice_info {
 #define RSEQ_SLICE_IOC_DISABLE		_IO(RSEQ_SLICE_IOC_TYPE, 1)
 /* 1 if the calling thread is enabled, else 0. */
 #define RSEQ_SLICE_IOC_GET		_IO(RSEQ_SLICE_IOC_TYPE, 2)
-/* End a grant: 1 if the thread yielded inside a live grant, else 0. */
+/* End a grant and reschedule: 1 if it rescheduled (a live grant), else 0. */
 #define RSEQ_SLICE_IOC_YIELD		_IO(RSEQ_SLICE_IOC_TYPE, 3)
 /* Describe the module's limits and settings. */
 #define RSEQ_SLICE_IOC_INFO		_IOR(RSEQ_SLICE_IOC_TYPE, 4, struct rseq_slice_info)
@@ -114,16 +114,20 @@ static inline void rseq_slice_begin(struct rseq_slice_thread *t)
 {
 	if (t->depth++ == 0) {
 		/* A plain store: the kernel only looks at it from this CPU. */
-		*(volatile __u32 *)&t->ctrl = RSEQ_SLICE_EXT_REQUEST;
+		__atomic_store_n(&t->ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
 		__asm__ __volatile__("" ::: "memory");
 	}
 }
 
+/* What rseq_slice_end() found. */
+#define RSEQ_SLICE_END_SUCCESS		0	/* not interrupted (or an inner level) */
+#define RSEQ_SLICE_END_SCHEDULED	1	/* interrupted without a grant */
+#define RSEQ_SLICE_END_YIELDED		2	/* granted; the yield rescheduled */
+#define RSEQ_SLICE_END_RACED		3	/* granted, but revoked before the yield */
+
 /*
- * Ends the critical section. Returns 0 if it was not interrupted or was
- * rescheduled without a grant, 1 if a grant was given and the yield
- * rescheduled, 2 if a grant was seen but it was revoked before the yield
- * (the "Raced" case), a negative errno if the yield failed.
+ * Ends the critical section: RSEQ_SLICE_END_*, or a negative errno if the
+ * yield failed.
  */
 static inline int rseq_slice_end(struct rseq_slice_thread *t)
 {
@@ -131,7 +135,7 @@ static inline int rseq_slice_end(struct rseq_slice_thread *t)
 	long ret;
 
 	if (--t->depth != 0)
-		return 0;
+		return RSEQ_SLICE_END_SUCCESS;
 	__asm__ __volatile__("" ::: "memory");
 	/*
 	 * BTR without LOCK: the kernel writes the word only from the CPU
@@ -143,14 +147,14 @@ static inline int rseq_slice_end(struct rseq_slice_thread *t)
 			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
 			     : "cc", "memory");
 	if (was_set)
-		return 0;
-	/* A racy read is fine: GRANTED only ever goes from set to clear here. */
-	if (!(*(volatile __u32 *)&t->ctrl & RSEQ_SLICE_EXT_GRANTED))
-		return 0;
+		return RSEQ_SLICE_END_SUCCESS;
+	/* A racy read is fine: only the kernel changes GRANTED, from this CPU. */
+	if (!(__atomic_load_n(&t->ctrl, __ATOMIC_RELAXED) & RSEQ_SLICE_EXT_GRANTED))
+		return RSEQ_SLICE_END_SCHEDULED;
 	ret = rseq_slice_yield_fd(t->fd);
 	if (ret < 0)
 		return (int)ret;
-	return ret == 1 ? 1 : 2;
+	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
 }
 #endif /* !__KERNEL__ && __x86_64__ */
 

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Where the module hooks into the kernel.
+ *
+ * - schedule(), by ftrace with IPMODIFY: the exit-to-user loop's call to
+ *   it is where a reschedule is about to happen on the way back to user
+ *   space; a grant there redirects the call to an empty function, the way
+ *   livepatch redirects a patched function. Every other caller is let
+ *   through after two compares.
+ * - syscall_trace_enter(), by ftrace: reached only by threads with syscall
+ *   work set, which a grant sets for its holder.
+ * - the sched_switch tracepoint: any switch away from a holder ends its
+ *   grant.
+ * - the sched_process_exit and sched_process_exec tracepoints: a thread's
+ *   registration ends with the thread or its program.
+ *
+ * The first three cost every thread something and are registered only
+ * while the mechanism is enabled and at least one thread is registered,
+ * under rseq_slice_hooks_mutex. The last two cost a load and a compare
+ * while nobody is registered and stay for the module's lifetime, because
+ * registrations outlive enabled=0.
+ */
+#include <linux/ftrace.h>
+#include <linux/kernel.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/trace_recursion.h>
+#include <linux/tracepoint.h>
+#include <linux/workqueue.h>
+
+#include "compat.h"
+#include "rseq_slice.h"
+
+static DEFINE_MUTEX(rseq_slice_hooks_mutex);
+static bool rseq_slice_armed;	/* the three hot hooks are registered */
+static bool rseq_slice_ready;	/* module init finished, unload not begun */
+
+static struct tracepoint *rseq_slice_tp_switch;
+static struct tracepoint *rseq_slice_tp_exit;
+static struct tracepoint *rseq_slice_tp_exec;
+
+/*
+ * What a skipped schedule() runs instead: the ftrace trampoline returns
+ * here and this returns straight to the exit loop, which then rereads
+ * the thread's flags with interrupts disabled.
+ */
+static noinline void notrace rseq_slice_schedule_skipped(void)
+{
+}
+
+/*
+ * schedule() entry, any caller, any task: interrupts and preemption as
+ * the caller had them (the exit loop: both enabled), never in interrupt
+ * context. Must stay cheap for callers other than the exit loop.
+ */
+static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long parent_ip,
+					     struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	enum rseq_slice_exit kind = rseq_slice_exit_caller(parent_ip);
+	int bit;
+
+	if (likely(kind == RSEQ_SLICE_EXIT_OTHER))
+		return;
+	/* Disables preemption: the per-CPU grant stays this CPU's. */
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	if (bit < 0)
+		return;
+	if (rseq_slice_grant_at_exit(kind, ftrace_get_regs(fregs)))
+		ftrace_regs_set_instruction_pointer(fregs,
+						    (unsigned long)rseq_slice_schedule_skipped);
+	ftrace_test_recursion_unlock(bit);
+}
+
+static struct ftrace_ops rseq_slice_schedule_ops = {
+	.func = rseq_slice_schedule_hook,
+	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_RECURSION,
+};
+
+/*
+ * syscall_trace_enter() entry: process context, interrupts enabled, the
+ * thread about to run a system call. Reached by threads with any syscall
+ * work (seccomp, audit, ptrace, tracepoints), so the first test is cheap.
+ */
+static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
+					    struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	int bit = ftrace_test_recursion_trylock(ip, parent_ip);
+
+	if (bit < 0)
+		return;
+	if (unlikely(rseq_slice_grant_holder() == current))
+		rseq_slice_grant_syscall(task_pt_regs(current));
+	ftrace_test_recursion_unlock(bit);
+}
+
+static struct ftrace_ops rseq_slice_syscall_ops = {
+	.func = rseq_slice_syscall_hook,
+	.flags = FTRACE_OPS_FL_RECURSION,
+};
+
+/* sched_switch: rq lock held, interrupts disabled. */
+static void notrace rseq_slice_switch_probe(void *data, bool preempt,
+					    struct task_struct *prev,
+					    struct task_struct *next,
+					    unsigned int prev_state)
+{
+	rseq_slice_grant_switch(prev);
+}
+
+/* sched_process_exit: the exiting thread itself, preemption disabled. */
+static void notrace rseq_slice_exit_probe(void *data, struct task_struct *p)
+{
+	if (atomic_read(&rseq_slice_nr_threads) && rseq_slice_task_unregister_current())
+		rseq_slice_hooks_release();
+}
+
+/* sched_process_exec: the thread that exec'd, preemption disabled. */
+static void notrace rseq_slice_exec_probe(void *data, struct task_struct *p, pid_t old_pid,
+					  struct linux_binprm *bprm)
+{
+	rseq_slice_exit_probe(data, p);
+}
+
+static void rseq_slice_disarm(void)
+{
+	/* No new grants from here on... */
+	unregister_ftrace_function(&rseq_slice_schedule_ops);
+	/* ...end the running ones, on their CPUs... */
+	rseq_slice_grant_end_all();
+	/* ...then the hooks that only act on a grant can go. */
+	unregister_ftrace_function(&rseq_slice_syscall_ops);
+	tracepoint_probe_unregister(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
+	tracepoint_synchronize_unregister();
+	rseq_slice_armed = false;
+}
+
+/* Grants need the hooks that end them: register those first. */
+static int rseq_slice_arm(void)
+{
+	int ret;
+
+	ret = tracepoint_probe_register(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
+	if (ret)
+		return ret;
+	ret = register_ftrace_function(&rseq_slice_syscall_ops);
+	if (ret)
+		goto err_switch;
+	ret = register_ftrace_function(&rseq_slice_schedule_ops);
+	if (ret)
+		goto err_syscall;
+	rseq_slice_armed = true;
+	return 0;
+
+err_syscall:
+	unregister_ftrace_function(&rseq_slice_syscall_ops);
+err_switch:
+	tracepoint_probe_unregister(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
+	tracepoint_synchronize_unregister();
+	pr_err("cannot register hooks: %d\n", ret);
+	return ret;
+}
+
+void rseq_slice_hooks_lock(void)
+{
+	mutex_lock(&rseq_slice_hooks_mutex);
+}
+
+void rseq_slice_hooks_unlock(void)
+{
+	mutex_unlock(&rseq_slice_hooks_mutex);
+}
+
+/* Hooks mutex held: register or remove the hot hooks as the state asks. */
+int rseq_slice_hooks_sync(void)
+{
+	bool want;
+
+	lockdep_assert_held(&rseq_slice_hooks_mutex);
+	want = rseq_slice_ready && READ_ONCE(rseq_slice_enabled) &&
+	       atomic_read(&rseq_slice_nr_threads) > 0;
+	if (want == rseq_slice_armed)
+		return 0;
+	if (want)
+		return rseq_slice_arm();
+	rseq_slice_disarm();
+	return 0;
+}
+
+static void rseq_slice_sync_fn(struct work_struct *work)
+{
+	rseq_slice_hooks_lock();
+	rseq_slice_hooks_sync();
+	rseq_slice_hooks_unlock();
+}
+
+static DECLARE_WORK(rseq_slice_sync_work, rseq_slice_sync_fn);
+
+/* Any context: a registration went away; drop the hooks if it was the last. */
+void rseq_slice_hooks_release(void)
+{
+	if (!atomic_read(&rseq_slice_nr_threads))
+		schedule_work(&rseq_slice_sync_work);
+}
+
+/* The enabled parameter changed (process context, param lock held). */
+void rseq_slice_hooks_enabled_changed(void)
+{
+	rseq_slice_sync_fn(NULL);
+}
+
+struct rseq_slice_tp_want {
+	const char *name;
+	struct tracepoint **tp;
+};
+
+static void rseq_slice_find_tp(struct tracepoint *tp, void *priv)
+{
+	struct rseq_slice_tp_want *want;
+
+	for (want = priv; want->name; want++) {
+		if (!strcmp(tp->name, want->name))
+			*want->tp = tp;
+	}
+}
+
+static int rseq_slice_set_filter(struct ftrace_ops *ops, const char * const *names)
+{
+	unsigned long addr;
+
+	for (; *names; names++) {
+		addr = rseq_slice_symbol(*names);
+		if (addr)
+			return ftrace_set_filter_ip(ops, addr, 0, 0);
+	}
+	return -ENOENT;
+}
+
+int rseq_slice_hooks_init(void)
+{
+	static const char * const schedule_names[] = { "schedule", NULL };
+	/* 6.1 has only a constant-propagated copy of the static function. */
+	static const char * const syscall_names[] = {
+		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
+	};
+	struct rseq_slice_tp_want want[] = {
+		{ "sched_switch", &rseq_slice_tp_switch },
+		{ "sched_process_exit", &rseq_slice_tp_exit },
+		{ "sched_process_exec", &rseq_slice_tp_exec },
+		{ }
+	};
+	int ret;
+
+	for_each_kernel_tracepoint(rseq_slice_find_tp, want);
+	if (!rseq_slice_tp_switch || !rseq_slice_tp_exit || !rseq_slice_tp_exec) {
+		pr_err("scheduler tracepoints not found\n");
+		return -ENOENT;
+	}
+
+	ret = rseq_slice_set_filter(&rseq_slice_schedule_ops, schedule_names);
+	if (ret)
+		goto err;
+	ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
+	if (ret)
+		goto err;
+
+	ret = tracepoint_probe_register(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
+	if (ret)
+		goto err;
+	ret = tracepoint_probe_register(rseq_slice_tp_exec, rseq_slice_exec_probe, NULL);
+	if (ret)
+		goto err_exit;
+
+	rseq_slice_hooks_lock();
+	rseq_slice_ready = true;
+	rseq_slice_hooks_unlock();
+	return 0;
+
+err_exit:
+	tracepoint_probe_unregister(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
+	tracepoint_synchronize_unregister();
+err:
+	ftrace_free_filter(&rseq_slice_schedule_ops);
+	ftrace_free_filter(&rseq_slice_syscall_ops);
+	pr_err("cannot set up hooks: %d\n", ret);
+	return ret;
+}
+
+/*
+ * Unload: remove every hook and end every grant. Afterwards no code of
+ * this module runs on behalf of any thread and no grant exists.
+ */
+void rseq_slice_hooks_exit(void)
+{
+	rseq_slice_hooks_lock();
+	rseq_slice_ready = false;
+	rseq_slice_hooks_sync();
+	rseq_slice_hooks_unlock();
+
+	tracepoint_probe_unregister(rseq_slice_tp_exec, rseq_slice_exec_probe, NULL);
+	tracepoint_probe_unregister(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
+	tracepoint_synchronize_unregister();
+	cancel_work_sync(&rseq_slice_sync_work);
+
+	ftrace_free_filter(&rseq_slice_schedule_ops);
+	ftrace_free_filter(&rseq_slice_syscall_ops);
+}

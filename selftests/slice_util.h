@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the rseq_slice selftests: the device, a thread's
+ * registration, the module's statistics and parameters, clocks and CPUs.
+ */
+#ifndef SLICE_UTIL_H
+#define SLICE_UTIL_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/rseq_slice.h>
+
+#define SLICE_STATS	"/sys/kernel/debug/rseq_slice/stats"
+#define SLICE_PARAMS	"/sys/module/rseq_slice/parameters/"
+
+static __thread struct rseq_slice_thread slice_self = { .fd = -1 };
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/*
+ * Critical sections must not enter the kernel: a system call while
+ * granted is an ABI violation. clock_gettime() is one where the vDSO
+ * cannot read the clock (the HPET clocksource QEMU's TCG guests end up
+ * with), so time inside critical sections comes from the TSC, calibrated
+ * once against CLOCK_MONOTONIC.
+ */
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static double tsc_per_ns;
+
+static inline void tsc_calibrate(void)
+{
+	uint64_t t0, c0, t1, c1;
+
+	if (tsc_per_ns)
+		return;
+	t0 = now_ns();
+	c0 = rdtsc();
+	while (now_ns() - t0 < 20000000)
+		;
+	t1 = now_ns();
+	c1 = rdtsc();
+	tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
+}
+
+/* Nanoseconds on the TSC's scale, without a system call. */
+static inline uint64_t tsc_ns(void)
+{
+	return (uint64_t)((double)rdtsc() / tsc_per_ns);
+}
+
+static inline void busy_wait_ns(uint64_t ns)
+{
+	uint64_t end = rdtsc() + (uint64_t)((double)ns * tsc_per_ns);
+
+	while (rdtsc() < end)
+		;
+}
+
+static inline int slice_open(void)
+{
+	return open(RSEQ_SLICE_DEVICE, O_RDWR | O_CLOEXEC);
+}
+
+/* Register @ctrl for the calling thread through @fd: 0 or -errno. */
+static inline int slice_enable_word(int fd, void *ctrl)
+{
+	struct rseq_slice_register reg = { .ctrl = (uintptr_t)ctrl };
+
+	return ioctl(fd, RSEQ_SLICE_IOC_ENABLE, &reg) ? -errno : 0;
+}
+
+/* Open the device and register this thread's slice_self: 0 or -errno. */
+static inline int slice_enable_self(void)
+{
+	if (slice_self.fd < 0)
+		slice_self.fd = slice_open();
+	if (slice_self.fd < 0)
+		return -errno;
+	slice_self.ctrl = 0;
+	slice_self.depth = 0;
+	return slice_enable_word(slice_self.fd, &slice_self.ctrl);
+}
+
+static inline int slice_ioctl(int fd, unsigned long cmd)
+{
+	int ret = ioctl(fd, cmd, 0);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static inline uint32_t slice_word(void)
+{
+	return __atomic_load_n(&slice_self.ctrl, __ATOMIC_RELAXED);
+}
+
+/* One statistics counter; -1 if the file is unreadable (not root). */
+static inline long long slice_stat(const char *name)
+{
+	char line[128], key[64];
+	long long val = -1, v;
+	FILE *f = fopen(SLICE_STATS, "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63[^:]: %lld", key, &v) == 2 && !strcmp(key, name))
+			val = v;
+	}
+	fclose(f);
+	return val;
+}
+
+static inline bool is_root(void)
+{
+	return geteuid() == 0;
+}
+
+/* Write a module parameter (root): 0 or -errno. */
+static inline int slice_param_set(const char *name, const char *val)
+{
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), SLICE_PARAMS "%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return (int)n;
+}
+
+static inline int slice_param_get(const char *name, char *buf, size_t len)
+{
+	char path[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), SLICE_PARAMS "%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
+/* The CPU the slice tests run on: not CPU 0 where possible, as upstream. */
+static inline int slice_test_cpu(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN) > 1 ? 1 : 0;
+}
+
+static inline int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/* Test length in seconds: RSEQ_SLICE_TEST_SECS, else @dflt. */
+static inline double slice_test_secs(double dflt)
+{
+	const char *s = getenv("RSEQ_SLICE_TEST_SECS");
+
+	return s ? atof(s) : dflt;
+}
+
+/*
+ * A noise thread on the test CPU: busy-waits @busy_ns, sleeps @sleep_ns,
+ * again and again. Its wakeups are the reschedule requests the tests need.
+ */
+struct noise {
+	pthread_t thread;
+	int cpu;
+	uint64_t busy_ns;
+	uint64_t sleep_ns;
+	volatile bool stop;
+	volatile unsigned long rounds;
+};
+
+static void *noise_fn(void *arg)
+{
+	struct noise *n = arg;
+	struct timespec ts = { .tv_nsec = (long)n->sleep_ns };
+
+	pin_self(n->cpu);
+	tsc_calibrate();
+	while (!n->stop) {
+		busy_wait_ns(n->busy_ns);
+		nanosleep(&ts, NULL);
+		n->rounds++;
+	}
+	return NULL;
+}
+
+static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64_t sleep_ns)
+{
+	n->cpu = cpu;
+	n->busy_ns = busy_ns;
+	n->sleep_ns = sleep_ns;
+	n->stop = false;
+	n->rounds = 0;
+	tsc_calibrate();
+	return pthread_create(&n->thread, NULL, noise_fn, n);
+}
+
+static inline void noise_stop(struct noise *n)
+{
+	n->stop = true;
+	pthread_join(n->thread, NULL);
+}
+
+/* Is the kernel's timer in high-resolution mode on every CPU? */
+static inline bool hres_active(void)
+{
+	char line[256];
+	int seen = 0, active = 0;
+	FILE *f = fopen("/proc/timer_list", "r");
+
+	if (!f)
+		return true;	/* not root: cannot tell, assume the usual */
+	while (fgets(line, sizeof(line), f)) {
+		int v;
+
+		if (sscanf(line, "  .hres_active    : %d", &v) == 1) {
+			seen++;
+			active += v;
+		}
+	}
+	fclose(f);
+	return seen && seen == active;
+}
+
+#endif /* SLICE_UTIL_H */

@@ -29,6 +29,9 @@
 #include <linux/rseq_slice.h>
 #include "rseq_slice.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 #define RSEQ_SLICE_BITS		(RSEQ_SLICE_EXT_REQUEST | RSEQ_SLICE_EXT_GRANTED)
 /* Exit work that forbids a grant: everything but the reschedule itself. */
 #define RSEQ_SLICE_DENY_WORK	(EXIT_TO_USER_MODE_WORK & ~_TIF_NEED_RESCHED)
@@ -38,6 +41,7 @@ struct rseq_slice_cpu {
 	struct task_struct *task;	/* holder of this CPU's grant, or NULL */
 	u32 *ctrl;			/* the holder's control word */
 	bool audit_work;		/* the grant set SYSCALL_WORK_SYSCALL_AUDIT */
+	u64 start;			/* ktime_get_ns() at the grant */
 };
 
 static DEFINE_PER_CPU(struct rseq_slice_cpu, rseq_slice_cpus);
@@ -53,6 +57,7 @@ static enum hrtimer_restart rseq_slice_timer_fn(struct hrtimer *timer)
 
 	if (c == this_cpu_ptr(&rseq_slice_cpus) && c->task == current) {
 		this_cpu_inc(rseq_slice_stats.expired);
+		trace_rseq_slice_expire(current->pid);
 		set_tsk_need_resched(current);
 		set_preempt_need_resched();
 	}
@@ -84,6 +89,7 @@ void rseq_slice_grant_exit(void)
 static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 {
 	u32 *ctrl = c->ctrl;
+	pid_t pid = c->task->pid;
 
 	/*
 	 * Both bits clear, however the grant ended: GRANTED is gone before
@@ -103,15 +109,19 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	switch (why) {
 	case RSEQ_SLICE_BY_REVOKE:
 		this_cpu_inc(rseq_slice_stats.revoked);
+		trace_rseq_slice_revoke(pid, c->start);
 		break;
 	case RSEQ_SLICE_BY_YIELD:
 		this_cpu_inc(rseq_slice_stats.yielded);
+		trace_rseq_slice_yield(pid, c->start);
 		break;
 	case RSEQ_SLICE_BY_ABORT:
 		this_cpu_inc(rseq_slice_stats.aborted);
+		trace_rseq_slice_abort(pid, c->start);
 		break;
 	case RSEQ_SLICE_BY_KILL:
 		this_cpu_inc(rseq_slice_stats.killed);
+		trace_rseq_slice_kill(pid, c->start);
 		break;
 	}
 }
@@ -121,6 +131,7 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 {
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
 	u32 word = READ_ONCE(*st->ctrl);
+	u32 grant_ns;
 
 	if (!(word & RSEQ_SLICE_EXT_REQUEST))
 		return false;
@@ -135,6 +146,7 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 		/* Interrupted without a grant: tell the thread. */
 		WRITE_ONCE(*st->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
 		this_cpu_inc(rseq_slice_stats.denied);
+		trace_rseq_slice_deny(current->pid);
 		return false;
 	}
 
@@ -152,9 +164,11 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 	/* Defer the reschedule: the timer or the yield brings it back. */
 	clear_tsk_need_resched(current);
 	clear_preempt_need_resched();
-	hrtimer_start(&c->timer, ktime_add_ns(ktime_get(), READ_ONCE(rseq_slice_grant_ns)),
-		      HRTIMER_MODE_ABS_PINNED_HARD);
+	grant_ns = READ_ONCE(rseq_slice_grant_ns);
+	c->start = ktime_get_ns();
+	hrtimer_start(&c->timer, ns_to_ktime(c->start + grant_ns), HRTIMER_MODE_ABS_PINNED_HARD);
 	this_cpu_inc(rseq_slice_stats.granted);
+	trace_rseq_slice_grant(current->pid, grant_ns);
 	return true;
 }
 

@@ -14,68 +14,49 @@
 #include <linux/tracepoint.h>
 
 TRACE_EVENT(rseq_slice_grant,
-	TP_PROTO(pid_t pid, u32 grant_ns),
-	TP_ARGS(pid, grant_ns),
-	TP_STRUCT__entry(
-		__field(pid_t, pid)
-		__field(u32, grant_ns)
-	),
-	TP_fast_assign(
-		__entry->pid = pid;
-		__entry->grant_ns = grant_ns;
-	),
-	TP_printk("pid=%d grant_ns=%u", __entry->pid, __entry->grant_ns)
+	    TP_PROTO(pid_t pid, u32 grant_ns),
+	    TP_ARGS(pid, grant_ns),
+	    TP_STRUCT__entry(__field(pid_t, pid) __field(u32, grant_ns)),
+	    TP_fast_assign(__entry->pid = pid; __entry->grant_ns = grant_ns;),
+	    TP_printk("pid=%d grant_ns=%u", __entry->pid, __entry->grant_ns)
 );
 
 /* REQUEST was set, a reschedule was due, no grant could be given. */
 TRACE_EVENT(rseq_slice_deny,
-	TP_PROTO(pid_t pid),
-	TP_ARGS(pid),
-	TP_STRUCT__entry(
-		__field(pid_t, pid)
-	),
-	TP_fast_assign(
-		__entry->pid = pid;
-	),
-	TP_printk("pid=%d", __entry->pid)
+	    TP_PROTO(pid_t pid),
+	    TP_ARGS(pid),
+	    TP_STRUCT__entry(__field(pid_t, pid)),
+	    TP_fast_assign(__entry->pid = pid;),
+	    TP_printk("pid=%d", __entry->pid)
 );
 
 /* The grant timer fired with its holder still running. */
 TRACE_EVENT(rseq_slice_expire,
-	TP_PROTO(pid_t pid),
-	TP_ARGS(pid),
-	TP_STRUCT__entry(
-		__field(pid_t, pid)
-	),
-	TP_fast_assign(
-		__entry->pid = pid;
-	),
-	TP_printk("pid=%d", __entry->pid)
+	    TP_PROTO(pid_t pid),
+	    TP_ARGS(pid),
+	    TP_STRUCT__entry(__field(pid_t, pid)),
+	    TP_fast_assign(__entry->pid = pid;),
+	    TP_printk("pid=%d", __entry->pid)
 );
 
 /* @start is the grant's ktime_get_ns(); the time is read only if tracing. */
 DECLARE_EVENT_CLASS(rseq_slice_end_class,
-	TP_PROTO(pid_t pid, u64 start),
-	TP_ARGS(pid, start),
-	TP_STRUCT__entry(
-		__field(pid_t, pid)
-		__field(u64, held_ns)
-	),
-	TP_fast_assign(
-		__entry->pid = pid;
-		__entry->held_ns = ktime_get_ns() - start;
-	),
-	TP_printk("pid=%d held_ns=%llu", __entry->pid, __entry->held_ns)
+		    TP_PROTO(pid_t pid, u64 start),
+		    TP_ARGS(pid, start),
+		    TP_STRUCT__entry(__field(pid_t, pid) __field(u64, held_ns)),
+		    TP_fast_assign(__entry->pid = pid;
+				   __entry->held_ns = ktime_get_ns() - start;),
+		    TP_printk("pid=%d held_ns=%llu", __entry->pid, __entry->held_ns)
 );
 
 DEFINE_EVENT(rseq_slice_end_class, rseq_slice_revoke,
-	TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
+	     TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
 DEFINE_EVENT(rseq_slice_end_class, rseq_slice_yield,
-	TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
+	     TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
 DEFINE_EVENT(rseq_slice_end_class, rseq_slice_abort,
-	TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
+	     TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
 DEFINE_EVENT(rseq_slice_end_class, rseq_slice_kill,
-	TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
+	     TP_PROTO(pid_t pid, u64 start), TP_ARGS(pid, start));
 
 #endif /* RSEQ_SLICE_TRACE_H */
 

@@ -231,6 +231,19 @@ bool rseq_slice_grant_end_current(enum rseq_slice_end why)
 	return held;
 }
 
+/*
+ * A signal is about to be delivered to current, which may hold a grant
+ * (preemption disabled). The handler must not run inside the grant: end
+ * it, and let the loop do the reschedule the grant deferred.
+ */
+void rseq_slice_grant_signal(void)
+{
+	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE)) {
+		set_tsk_need_resched(current);
+		set_preempt_need_resched();
+	}
+}
+
 /* Preemption disabled: the holder of this CPU's grant. */
 struct task_struct *rseq_slice_grant_holder(void)
 {

@@ -9,12 +9,15 @@
  *   through after two compares.
  * - syscall_trace_enter(), by ftrace: reached only by threads with syscall
  *   work set, which a grant sets for its holder.
+ * - arch_do_signal_or_restart(), by ftrace: a signal delivered to a holder
+ *   ends its grant first, so the handler (and its rt_sigreturn, a system
+ *   call) never runs inside a grant.
  * - the sched_switch tracepoint: any switch away from a holder ends its
  *   grant.
  * - the sched_process_exit and sched_process_exec tracepoints: a thread's
  *   registration ends with the thread or its program.
  *
- * The first three cost every thread something and are registered only
+ * The first four cost every thread something and are registered only
  * while the mechanism is enabled and at least one thread is registered,
  * under rseq_slice_hooks_mutex. The last two cost a load and a compare
  * while nobody is registered and stay for the module's lifetime, because
@@ -98,6 +101,27 @@ static struct ftrace_ops rseq_slice_syscall_ops = {
 	.flags = FTRACE_OPS_FL_RECURSION,
 };
 
+/*
+ * arch_do_signal_or_restart() entry: the exit-to-user loop, process
+ * context, interrupts enabled, about to set up a signal frame.
+ */
+static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long parent_ip,
+					   struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	int bit = ftrace_test_recursion_trylock(ip, parent_ip);
+
+	if (bit < 0)
+		return;
+	if (unlikely(rseq_slice_grant_holder() == current))
+		rseq_slice_grant_signal();
+	ftrace_test_recursion_unlock(bit);
+}
+
+static struct ftrace_ops rseq_slice_signal_ops = {
+	.func = rseq_slice_signal_hook,
+	.flags = FTRACE_OPS_FL_RECURSION,
+};
+
 /* sched_switch: rq lock held, interrupts disabled. */
 static void notrace rseq_slice_switch_probe(void *data, bool preempt,
 					    struct task_struct *prev,
@@ -128,6 +152,7 @@ static void rseq_slice_disarm(void)
 	/* ...end the running ones, on their CPUs... */
 	rseq_slice_grant_end_all();
 	/* ...then the hooks that only act on a grant can go. */
+	unregister_ftrace_function(&rseq_slice_signal_ops);
 	unregister_ftrace_function(&rseq_slice_syscall_ops);
 	tracepoint_probe_unregister(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
 	tracepoint_synchronize_unregister();
@@ -145,12 +170,17 @@ static int rseq_slice_arm(void)
 	ret = register_ftrace_function(&rseq_slice_syscall_ops);
 	if (ret)
 		goto err_switch;
-	ret = register_ftrace_function(&rseq_slice_schedule_ops);
+	ret = register_ftrace_function(&rseq_slice_signal_ops);
 	if (ret)
 		goto err_syscall;
+	ret = register_ftrace_function(&rseq_slice_schedule_ops);
+	if (ret)
+		goto err_signal;
 	rseq_slice_armed = true;
 	return 0;
 
+err_signal:
+	unregister_ftrace_function(&rseq_slice_signal_ops);
 err_syscall:
 	unregister_ftrace_function(&rseq_slice_syscall_ops);
 err_switch:
@@ -238,6 +268,7 @@ static int rseq_slice_set_filter(struct ftrace_ops *ops, const char * const *nam
 int rseq_slice_hooks_init(void)
 {
 	static const char * const schedule_names[] = { "schedule", NULL };
+	static const char * const signal_names[] = { "arch_do_signal_or_restart", NULL };
 	/* 6.1 has only a constant-propagated copy of the static function. */
 	static const char * const syscall_names[] = {
 		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
@@ -262,6 +293,9 @@ int rseq_slice_hooks_init(void)
 	ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
 	if (ret)
 		goto err;
+	ret = rseq_slice_set_filter(&rseq_slice_signal_ops, signal_names);
+	if (ret)
+		goto err;
 
 	ret = tracepoint_probe_register(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	if (ret)
@@ -281,6 +315,7 @@ err_exit:
 err:
 	ftrace_free_filter(&rseq_slice_schedule_ops);
 	ftrace_free_filter(&rseq_slice_syscall_ops);
+	ftrace_free_filter(&rseq_slice_signal_ops);
 	pr_err("cannot set up hooks: %d\n", ret);
 	return ret;
 }
@@ -303,4 +338,5 @@ void rseq_slice_hooks_exit(void)
 
 	ftrace_free_filter(&rseq_slice_schedule_ops);
 	ftrace_free_filter(&rseq_slice_syscall_ops);
+	ftrace_free_filter(&rseq_slice_signal_ops);
 }

@@ -11,8 +11,8 @@
  *   made or half ended, and the control word is only ever written from the
  *   CPU its thread runs on, between two of its instructions: that is what
  *   makes user space's CPU-local test-and-clear safe.
- * - hooks.c: the schedule() and syscall-entry ftrace hooks and the
- *   sched_switch tracepoint are registered only while the mechanism is
+ * - hooks.c: the schedule(), syscall-entry and signal-delivery ftrace
+ *   hooks and the sched_switch tracepoint are registered only while the mechanism is
  *   enabled and some thread is registered; the exit and exec tracepoints
  *   are registered for the module's lifetime.
  */
@@ -107,6 +107,7 @@ void rseq_slice_grant_exit(void);
 bool rseq_slice_grant_at_exit(enum rseq_slice_exit kind, struct pt_regs *regs);
 void rseq_slice_grant_syscall(struct pt_regs *regs);
 void rseq_slice_grant_switch(struct task_struct *prev);
+void rseq_slice_grant_signal(void);
 bool rseq_slice_grant_end_current(enum rseq_slice_end why);
 void rseq_slice_grant_end_all(void);
 int rseq_slice_grant_yield(struct rseq_slice_task *st);

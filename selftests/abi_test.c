@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ioctl ABI of /dev/rseq_slice: one test per documented errno and
+ * return value, and the module parameters' ranges.
+ */
+#include "slice_util.h"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+
+FIXTURE(abi)
+{
+	int fd;
+	uint32_t *page;		/* a private anonymous page */
+};
+
+FIXTURE_SETUP(abi)
+{
+	self->fd = slice_open();
+	ASSERT_LE(0, self->fd);
+	self->page = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->page);
+}
+
+FIXTURE_TEARDOWN(abi)
+{
+	slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE);
+	munmap(self->page, getpagesize());
+	close(self->fd);
+}
+
+static int enable_reg(int fd, uint64_t ctrl, uint32_t flags, uint32_t reserved)
+{
+	struct rseq_slice_register reg = {
+		.ctrl = ctrl, .flags = flags, .reserved = reserved,
+	};
+
+	return ioctl(fd, RSEQ_SLICE_IOC_ENABLE, &reg) ? -errno : 0;
+}
+
+TEST_F(abi, enable_disable_get)
+{
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, enable_same_word_twice_is_noop)
+{
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, enable_other_word_ebusy)
+{
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(-EBUSY, slice_enable_word(self->fd, self->page + 1));
+	ASSERT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, disable_when_not_enabled)
+{
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE));
+}
+
+TEST_F(abi, yield_without_grant)
+{
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_YIELD));
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_YIELD));
+}
+
+TEST_F(abi, einval_flags)
+{
+	ASSERT_EQ(-EINVAL, enable_reg(self->fd, (uintptr_t)self->page, 1, 0));
+	ASSERT_EQ(-EINVAL, enable_reg(self->fd, (uintptr_t)self->page, 0x80000000u, 0));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, einval_reserved)
+{
+	ASSERT_EQ(-EINVAL, enable_reg(self->fd, (uintptr_t)self->page, 0, 1));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, einval_misaligned)
+{
+	int off;
+
+	for (off = 1; off < 4; off++)
+		ASSERT_EQ(-EINVAL, enable_reg(self->fd, (uintptr_t)self->page + off, 0, 0));
+	ASSERT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, efault_bad_words)
+{
+	void *ro = mmap(NULL, getpagesize(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *none = mmap(NULL, getpagesize(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *gone = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int memfd = memfd_create("slice", 0);
+	void *shared;
+
+	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_NE(MAP_FAILED, none);
+	ASSERT_NE(MAP_FAILED, gone);
+	ASSERT_EQ(0, munmap(gone, getpagesize()));
+	ASSERT_LE(0, memfd);
+	ASSERT_EQ(0, ftruncate(memfd, getpagesize()));
+	shared = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	ASSERT_NE(MAP_FAILED, shared);
+
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, 0, 0, 0));
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, 0xffffffff81000000ull, 0, 0));
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, 0xfffffffffffffffcull, 0, 0));
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)ro, 0, 0));
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)none, 0, 0));
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)gone, 0, 0));
+	/* Shared memory is refused: the kernel writes it behind the page cache. */
+	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)shared, 0, 0));
+	EXPECT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+
+	munmap(ro, getpagesize());
+	munmap(none, getpagesize());
+	munmap(shared, getpagesize());
+	close(memfd);
+}
+
+TEST_F(abi, efault_bad_argument)
+{
+	struct rseq_slice_info *info = (void *)0x10;
+
+	EXPECT_EQ(-1, ioctl(self->fd, RSEQ_SLICE_IOC_ENABLE, NULL));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, RSEQ_SLICE_IOC_INFO, info));
+	EXPECT_EQ(EFAULT, errno);
+}
+
+TEST_F(abi, last_word_of_mapping)
+{
+	uint32_t *last = self->page + getpagesize() / sizeof(uint32_t) - 1;
+
+	ASSERT_EQ(0, slice_enable_word(self->fd, last));
+	ASSERT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+}
+
+TEST_F(abi, unknown_ioctl_enotty)
+{
+	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, _IO(RSEQ_SLICE_IOC_TYPE, 0x7f)));
+	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, _IOW(RSEQ_SLICE_IOC_TYPE, 0, int)));
+	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, 0x12345678));
+}
+
+TEST_F(abi, info)
+{
+	struct rseq_slice_info info;
+	unsigned int i;
+
+	memset(&info, 0xaa, sizeof(info));
+	ASSERT_EQ(0, ioctl(self->fd, RSEQ_SLICE_IOC_INFO, &info));
+	EXPECT_EQ(RSEQ_SLICE_ABI_VERSION, info.abi_version);
+	EXPECT_EQ(5000, info.grant_ns_min);
+	EXPECT_EQ(50000, info.grant_ns_max);
+	EXPECT_LE(info.grant_ns_min, info.grant_ns);
+	EXPECT_GE(info.grant_ns_max, info.grant_ns);
+	EXPECT_EQ(0, info.flags & ~(RSEQ_SLICE_INFO_ENABLED | RSEQ_SLICE_INFO_DEBUG |
+				    RSEQ_SLICE_INFO_ABORT));
+	for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++)
+		EXPECT_EQ(0, info.reserved[i]);
+}
+
+/* RLIMIT_MEMLOCK bounds the pinned control-word pages of a user. */
+TEST_F(abi, enomem_memlock)
+{
+	struct rlimit zero = { 0, 0 };
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* Root has CAP_IPC_LOCK and is not charged: become a user. */
+		if (is_root() && (setgid(1000) || setuid(1000)))
+			_exit(10);
+		if (setrlimit(RLIMIT_MEMLOCK, &zero))
+			_exit(11);
+		if (slice_enable_word(self->fd, self->page) != -ENOMEM)
+			_exit(12);
+		if (slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET) != 0)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+}
+
+/* enabled=0 refuses new registrations and keeps existing ones. */
+TEST_F(abi, eopnotsupp_when_disabled)
+{
+	struct rseq_slice_info info;
+	int other = slice_open();
+
+	if (!is_root())
+		SKIP(return, "needs root to write the enabled parameter");
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	ASSERT_EQ(0, ioctl(self->fd, RSEQ_SLICE_IOC_INFO, &info));
+	EXPECT_EQ(0, info.flags & RSEQ_SLICE_INFO_ENABLED);
+	EXPECT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+	/* Nothing new is accepted, not even by a registered thread. */
+	EXPECT_EQ(-EOPNOTSUPP, slice_enable_word(self->fd, self->page + 1));
+	EXPECT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE));
+	EXPECT_EQ(-EOPNOTSUPP, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(0, slice_param_set("enabled", "1"));
+	EXPECT_EQ(0, slice_enable_word(self->fd, self->page));
+	ASSERT_EQ(0, ioctl(self->fd, RSEQ_SLICE_IOC_INFO, &info));
+	EXPECT_EQ(RSEQ_SLICE_INFO_ENABLED, info.flags & RSEQ_SLICE_INFO_ENABLED);
+	close(other);
+}
+
+TEST(params_ranges)
+{
+	char buf[64];
+
+	if (!is_root())
+		SKIP(return, "needs root to write module parameters");
+	EXPECT_EQ(-EINVAL, slice_param_set("grant_ns", "4999"));
+	EXPECT_EQ(-EINVAL, slice_param_set("grant_ns", "50001"));
+	EXPECT_EQ(-EINVAL, slice_param_set("grant_ns", "abc"));
+	EXPECT_EQ(0, slice_param_set("grant_ns", "5000"));
+	EXPECT_EQ(0, slice_param_get("grant_ns", buf, sizeof(buf)));
+	EXPECT_STREQ("5000", buf);
+	EXPECT_EQ(0, slice_param_set("grant_ns", "50000"));
+	EXPECT_EQ(0, slice_param_set("grant_ns", "30000"));
+	EXPECT_EQ(0, slice_param_get("grant_ns", buf, sizeof(buf)));
+	EXPECT_STREQ("30000", buf);
+
+	EXPECT_EQ(-EINVAL, slice_param_set("foreign_syscall", "bogus"));
+	EXPECT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	EXPECT_EQ(0, slice_param_get("foreign_syscall", buf, sizeof(buf)));
+	EXPECT_STREQ("abort", buf);
+	EXPECT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	EXPECT_EQ(0, slice_param_get("foreign_syscall", buf, sizeof(buf)));
+	EXPECT_STREQ("kill", buf);
+
+	EXPECT_EQ(-EINVAL, slice_param_set("enabled", "maybe"));
+	EXPECT_EQ(-EINVAL, slice_param_set("debug", "maybe"));
+	EXPECT_EQ(0, slice_param_get("enabled", buf, sizeof(buf)));
+	EXPECT_STREQ("Y", buf);
+}
+
+TEST(params_not_writable_by_users)
+{
+	if (is_root())
+		SKIP(return, "root may write them");
+	EXPECT_EQ(-EACCES, slice_param_set("grant_ns", "20000"));
+	EXPECT_EQ(-EACCES, slice_param_set("enabled", "0"));
+}
+
+TEST_HARNESS_MAIN

@@ -18,8 +18,11 @@
  *   registration ends with the thread or its program.
  *
  * The first four cost every thread something and are registered only
- * while the mechanism is enabled and at least one thread is registered,
- * under rseq_slice_hooks_mutex. The last two cost a load and a compare
+ * while the mechanism is enabled and some thread is registered, under
+ * rseq_slice_hooks_mutex. They go a second after the last registration
+ * does, not at once: patching kernel text is slow (and stops every CPU
+ * briefly), and programs whose threads come and go should not pay it for
+ * every thread. The last two cost a load and a compare
  * while nobody is registered and stay for the module's lifetime, because
  * registrations outlive enabled=0.
  */
@@ -223,13 +226,15 @@ static void rseq_slice_sync_fn(struct work_struct *work)
 	rseq_slice_hooks_unlock();
 }
 
-static DECLARE_WORK(rseq_slice_sync_work, rseq_slice_sync_fn);
+static DECLARE_DELAYED_WORK(rseq_slice_sync_work, rseq_slice_sync_fn);
+
+#define RSEQ_SLICE_IDLE_DELAY	HZ
 
 /* Any context: a registration went away; drop the hooks if it was the last. */
 void rseq_slice_hooks_release(void)
 {
 	if (!atomic_read(&rseq_slice_nr_threads))
-		schedule_work(&rseq_slice_sync_work);
+		mod_delayed_work(system_wq, &rseq_slice_sync_work, RSEQ_SLICE_IDLE_DELAY);
 }
 
 /* The enabled parameter changed (process context, param lock held). */
@@ -334,7 +339,7 @@ void rseq_slice_hooks_exit(void)
 	tracepoint_probe_unregister(rseq_slice_tp_exec, rseq_slice_exec_probe, NULL);
 	tracepoint_probe_unregister(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	tracepoint_synchronize_unregister();
-	cancel_work_sync(&rseq_slice_sync_work);
+	cancel_delayed_work_sync(&rseq_slice_sync_work);
 
 	ftrace_free_filter(&rseq_slice_schedule_ops);
 	ftrace_free_filter(&rseq_slice_syscall_ops);

@@ -42,10 +42,8 @@ out:
 
 static int rseq_slice_disable(void)
 {
-	rseq_slice_hooks_lock();
 	if (rseq_slice_task_unregister_current())
-		rseq_slice_hooks_sync();
-	rseq_slice_hooks_unlock();
+		rseq_slice_hooks_release();
 	return 0;
 }
 

@@ -27,6 +27,15 @@
 
 static __thread struct rseq_slice_thread slice_self = { .fd = -1 };
 
+/*
+ * The harness ends each test's child with _exit(): with stdout in a file,
+ * whatever ksft_print_msg() buffered would be lost. Line-buffer it.
+ */
+__attribute__((constructor)) static void slice_util_line_buffered(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;

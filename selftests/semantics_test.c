@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The semantics of a grant, one test per rule (see README, "Semantics"):
+ * when grants are given and refused, how they end (yield, revoke, expiry,
+ * foreign system call), the parameters' effects, and a registration's
+ * lifecycle across fork, exec, clone and exit.
+ *
+ * Inside a critical section nothing here enters the kernel: time is read
+ * from the TSC, and the only system call while granted is the one a test
+ * makes on purpose.
+ */
+#include "slice_util.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+
+#define GRANT_TRIES	20000
+/* How long a thread waits for the kernel to act on its REQUEST. */
+#define WAIT_NS		(200 * 1000 * 1000ULL)
+/* Expiry bound: grant_ns plus the slack of emulated timers (QEMU TCG). */
+#define EXPIRY_SLACK_NS	(20 * 1000 * 1000ULL)
+
+/* Set REQUEST, spin until the kernel changes the word or @max_ns pass. */
+static uint32_t request_and_wait(uint64_t max_ns)
+{
+	uint64_t end = tsc_ns() + max_ns;
+	uint32_t w;
+
+	__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+	while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+		;
+	return w;
+}
+
+/* Spin under REQUEST until granted: true if the thread now holds a grant. */
+static bool wait_grant(void)
+{
+	int i;
+
+	for (i = 0; i < GRANT_TRIES; i++) {
+		if (request_and_wait(WAIT_NS) == RSEQ_SLICE_EXT_GRANTED)
+			return true;
+	}
+	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	return false;
+}
+
+/*
+ * Take a grant and yield it. Under emulation a grant can expire between
+ * the thread seeing GRANTED and its YIELD reaching the kernel, and YIELD
+ * then (rightly) returns 0: retry until a YIELD ends a live grant. Every
+ * YIELD must leave the word clear. Returns how many YIELDs returned 1.
+ */
+static int grant_and_yield(struct __test_metadata *_metadata)
+{
+	int i, ret;
+
+	for (i = 0; i < 200; i++) {
+		if (!wait_grant())
+			return 0;
+		ret = slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
+		EXPECT_EQ(0, slice_word());
+		if (ret == 1)
+			return 1;
+		EXPECT_EQ(0, ret);
+	}
+	return 0;
+}
+
+static long long stat_delta(const char *name, long long before)
+{
+	long long now = slice_stat(name);
+
+	return before < 0 || now < 0 ? -1 : now - before;
+}
+
+/* Root may set a parameter for a test and put it back afterwards. */
+static void param_restore(const char *name, const char *val)
+{
+	if (is_root())
+		slice_param_set(name, val);
+}
+
+FIXTURE(sem)
+{
+	struct noise noise;
+};
+
+FIXTURE_VARIANT(sem)
+{
+	uint64_t noise_sleep_ns;
+};
+
+/* Wakeups every 50 us: grants end by the noise's next wakeup or expiry. */
+FIXTURE_VARIANT_ADD(sem, busy)
+{
+	.noise_sleep_ns = 50000,
+};
+
+/* Wakeups every 2 ms: grants end by expiry. */
+FIXTURE_VARIANT_ADD(sem, sparse)
+{
+	.noise_sleep_ns = 2000000,
+};
+
+FIXTURE_SETUP(sem)
+{
+	ASSERT_EQ(0, pin_self(slice_test_cpu()));
+	ASSERT_EQ(0, slice_enable_self());
+	ASSERT_EQ(0, noise_start(&self->noise, slice_test_cpu(), 2000, variant->noise_sleep_ns));
+}
+
+FIXTURE_TEARDOWN(sem)
+{
+	noise_stop(&self->noise);
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+}
+
+/* Rule 1 and 5: an interrupted REQUEST becomes a grant; YIELD ends it. */
+TEST_F(sem, grant_then_yield)
+{
+	long long g = slice_stat("sgrant"), y = slice_stat("syield");
+
+	/* wait_grant() saw the kernel clear REQUEST and set GRANTED. */
+	ASSERT_EQ(1, grant_and_yield(_metadata));
+	if (g >= 0) {
+		EXPECT_LE(1, stat_delta("sgrant", g));
+		EXPECT_LE(1, stat_delta("syield", y));
+	}
+}
+
+/* Rule 5: the yield cancels the grant's timer. */
+TEST_F(sem, yield_cancels_timer)
+{
+	char line[512];
+	bool armed = false;
+	FILE *f;
+
+	if (!is_root())
+		SKIP(return, "/proc/timer_list is root's");
+	ASSERT_EQ(1, grant_and_yield(_metadata));
+	f = fopen("/proc/timer_list", "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		armed |= !!strstr(line, "rseq_slice_timer_fn");
+	fclose(f);
+	EXPECT_FALSE(armed);
+}
+
+/*
+ * Rules 2 and 3: a REQUEST set again inside a grant, then a reschedule:
+ * no second grant; the grant is revoked and both bits come back clear.
+ */
+TEST_F(sem, rerequest_inside_grant_is_revoked)
+{
+	long long r = slice_stat("srevok");
+	uint32_t w = RSEQ_SLICE_EXT_GRANTED;
+	uint64_t end;
+	int i;
+
+	/*
+	 * Add REQUEST only while the grant is still live: the kernel writes
+	 * the word only on this CPU, on the way back to this thread, so a
+	 * compare-and-swap that succeeds saw the grant still in place.
+	 */
+	for (i = 0; i < 200; i++) {
+		ASSERT_TRUE(wait_grant());
+		w = RSEQ_SLICE_EXT_GRANTED;
+		if (__atomic_compare_exchange_n(&slice_self.ctrl, &w,
+						RSEQ_SLICE_EXT_GRANTED | RSEQ_SLICE_EXT_REQUEST,
+						false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
+		ASSERT_EQ(0, w);
+	}
+	ASSERT_LT(i, 200);
+	end = tsc_ns() + WAIT_NS;
+	while ((w = slice_word()) == (RSEQ_SLICE_EXT_GRANTED | RSEQ_SLICE_EXT_REQUEST) &&
+	       tsc_ns() < end)
+		;
+	EXPECT_EQ(0, w);
+	if (r >= 0)
+		EXPECT_LE(1, stat_delta("srevok", r));
+}
+
+/*
+ * Rules 3 and 4: a thread that never yields loses the CPU; when it runs
+ * again, GRANTED is already clear. The noise thread shares the CPU, so a
+ * change of its round counter proves the test thread was switched out.
+ * Also measures how long grants lasted, as this thread saw them.
+ */
+TEST_F_TIMEOUT(sem, revoked_before_user_code, 120)
+{
+	int rounds = variant->noise_sleep_ns > 1000000 ? 100 : 300;
+	long long e = slice_stat("sexpir");
+	uint64_t *held = calloc(rounds, sizeof(*held));
+	unsigned int i, n = 0, stale = 0;
+	char buf[32];
+	uint64_t grant_ns;
+
+	ASSERT_NE(NULL, held);
+	ASSERT_EQ(0, slice_param_get("grant_ns", buf, sizeof(buf)));
+	grant_ns = strtoull(buf, NULL, 10);
+
+	for (i = 0; i < (unsigned int)rounds; i++) {
+		unsigned long r0;
+		uint64_t t0, last;
+
+		if (!wait_grant())
+			break;
+		t0 = tsc_ns();
+		last = t0;
+		r0 = self->noise.rounds;
+		for (;;) {
+			unsigned long r = self->noise.rounds;
+			uint32_t w = slice_word();
+
+			if (r != r0) {
+				/* Switched out and back: the grant must be gone. */
+				if (w & RSEQ_SLICE_EXT_GRANTED)
+					stale++;
+				break;
+			}
+			if (!(w & RSEQ_SLICE_EXT_GRANTED))
+				break;
+			last = tsc_ns();
+		}
+		held[n++] = last - t0;
+		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	}
+	EXPECT_EQ(rounds, n);
+	EXPECT_EQ(0, stale);
+	if (n) {
+		unsigned int j, k;
+
+		for (j = 1; j < n; j++)
+			for (k = j; k > 0 && held[k - 1] > held[k]; k--) {
+				uint64_t t = held[k];
+
+				held[k] = held[k - 1];
+				held[k - 1] = t;
+			}
+		ksft_print_msg("grant held as seen by the thread, grant_ns %llu, %u grants: p50 %llu p99 %llu max %llu ns\n",
+			       (unsigned long long)grant_ns, n,
+			       (unsigned long long)held[n / 2],
+			       (unsigned long long)held[n * 99 / 100],
+			       (unsigned long long)held[n - 1]);
+		EXPECT_GT(grant_ns + EXPIRY_SLACK_NS, held[n - 1]);
+	}
+	if (e >= 0 && variant->noise_sleep_ns > 1000000)
+		EXPECT_LE(1, stat_delta("sexpir", e));
+	free(held);
+}
+
+/* Rule 7: enabled=0 gives no grants but keeps the registration. */
+TEST_F(sem, disabled_gives_no_grants)
+{
+	uint64_t end;
+	bool granted = false;
+	uint32_t w = 0;
+
+	if (!is_root())
+		SKIP(return, "needs root to write the enabled parameter");
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	ASSERT_EQ(1, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
+	end = tsc_ns() + 300 * 1000 * 1000ULL;
+	__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+	while (tsc_ns() < end) {
+		w = slice_word();
+		granted |= !!(w & RSEQ_SLICE_EXT_GRANTED);
+	}
+	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	/* With the hooks gone, nothing touches the word at all. */
+	EXPECT_FALSE(granted);
+	EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, w);
+	ASSERT_EQ(0, slice_param_set("enabled", "1"));
+	EXPECT_EQ(1, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
+	EXPECT_EQ(1, grant_and_yield(_metadata));
+}
+
+/*
+ * Rule 1: no grant on the return from a system call. A reader thread on
+ * the same CPU blocks on a pipe; the writer runs SCHED_IDLE, so writing to
+ * the pipe under REQUEST wakes the reader with a reschedule pending, which
+ * happens on the way out of write() (voluntary preemption) or inside it
+ * (full). The reader's counter shows it ran before write() returned.
+ */
+struct reader {
+	int fd;
+	volatile unsigned long ran;
+};
+
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+	char c;
+
+	pin_self(slice_test_cpu());
+	while (read(r->fd, &c, 1) == 1)
+		r->ran++;
+	return NULL;
+}
+
+TEST(no_grant_on_syscall_return)
+{
+	struct reader r = { 0 };
+	unsigned int i, granted = 0, preempted = 0;
+	pthread_t th;
+	int p[2];
+
+	struct sched_param idle = { 0 };
+
+	tsc_calibrate();
+	ASSERT_EQ(0, pin_self(slice_test_cpu()));
+	ASSERT_EQ(0, slice_enable_self());
+	ASSERT_EQ(0, pipe(p));
+	r.fd = p[0];
+	ASSERT_EQ(0, pthread_create(&th, NULL, reader_fn, &r));
+	/* Each TEST() runs in its own process: no need to restore it. */
+	ASSERT_EQ(0, sched_setscheduler(0, SCHED_IDLE, &idle));
+	for (i = 0; i < 400; i++) {
+		unsigned long before = r.ran;
+		uint32_t w;
+
+		/* Let the reader block again. */
+		while (r.ran != i)
+			sched_yield();
+		before = r.ran;
+		__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+		ASSERT_EQ(1, write(p[1], "x", 1));
+		w = slice_word();
+		if (r.ran != before)
+			preempted++;
+		if (w & RSEQ_SLICE_EXT_GRANTED) {
+			granted++;
+			slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
+		}
+		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	}
+	close(p[1]);
+	pthread_join(th, NULL);
+	close(p[0]);
+	ksft_print_msg("write() rescheduled on its way out %u of 400 times\n", preempted);
+	EXPECT_EQ(0, granted);
+	EXPECT_LT(0, preempted);
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+}
+
+/*
+ * Rule 6: a system call inside a grant. A child gets a grant and calls
+ * write() on a pipe, up to FOREIGN_TRIES times: a grant can end between
+ * the child's look at the word and the call, and then the call is not
+ * foreign. @tries counts the calls made, in shared memory. Returns the
+ * child's wait status.
+ */
+#define FOREIGN_TRIES	50
+
+struct foreign {
+	unsigned int tries;
+	unsigned int dirty;	/* the word was not clear after the call */
+};
+
+static int foreign_syscall_child(int *pipefd, struct foreign *f)
+{
+	struct noise noise;
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (pin_self(slice_test_cpu()) || slice_enable_self())
+			_exit(20);
+		if (noise_start(&noise, slice_test_cpu(), 2000, 50000))
+			_exit(21);
+		while (f->tries < FOREIGN_TRIES) {
+			if (!wait_grant())
+				_exit(22);
+			f->tries++;
+			if (write(pipefd[1], "x", 1) != 1)
+				_exit(23);
+			/* Still alive: the grant, if any, is over now. */
+			if (slice_word())
+				f->dirty++;
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+static unsigned int pipe_bytes(int fd)
+{
+	int n = 0;
+
+	ioctl(fd, FIONREAD, &n);
+	return n;
+}
+
+TEST(foreign_syscall_kill)
+{
+	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long k = slice_stat("skill");
+	char buf[16];
+	int p[2], status;
+
+	ASSERT_NE(MAP_FAILED, f);
+	ASSERT_EQ(0, slice_param_get("foreign_syscall", buf, sizeof(buf)));
+	if (strcmp(buf, "kill")) {
+		if (!is_root())
+			SKIP(return, "foreign_syscall is %s", buf);
+		ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	}
+	ASSERT_EQ(0, pipe(p));
+	tsc_calibrate();
+	status = foreign_syscall_child(p, f);
+	ksft_print_msg("killed at call %u\n", f->tries);
+	ASSERT_TRUE(WIFSIGNALED(status)) {
+		TH_LOG("child status %#x after %u calls", status, f->tries);
+	}
+	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	/* Every call ran but the last: the killing one was skipped. */
+	EXPECT_EQ(f->tries - 1, pipe_bytes(p[0]));
+	EXPECT_EQ(0, f->dirty);
+	if (k >= 0)
+		EXPECT_LE(1, stat_delta("skill", k));
+	param_restore("foreign_syscall", "kill");
+}
+
+TEST(foreign_syscall_abort)
+{
+	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long a = slice_stat("sabort");
+	int p[2], status;
+
+	if (!is_root())
+		SKIP(return, "needs root to set foreign_syscall=abort");
+	ASSERT_NE(MAP_FAILED, f);
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	ASSERT_EQ(0, pipe(p));
+	tsc_calibrate();
+	status = foreign_syscall_child(p, f);
+	param_restore("foreign_syscall", "kill");
+	ASSERT_TRUE(WIFEXITED(status)) {
+		TH_LOG("child status %#x after %u calls", status, f->tries);
+	}
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* Every call ran, and the grant was gone when it returned. */
+	EXPECT_EQ(FOREIGN_TRIES, pipe_bytes(p[0]));
+	EXPECT_EQ(0, f->dirty);
+	EXPECT_LE(1, stat_delta("sabort", a));
+}
+
+/*
+ * Rule 7, debug: a control word that contradicts the kernel gets SIGSEGV
+ * at the yield; without debug the same yield just returns 0.
+ */
+static int yield_with_word(uint32_t word)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		if (slice_enable_self())
+			_exit(20);
+		__atomic_store_n(&slice_self.ctrl, word, __ATOMIC_RELAXED);
+		_exit(slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD) == 0 ? 0 : 21);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+TEST(debug_checks_the_word)
+{
+	int status;
+
+	if (!is_root())
+		SKIP(return, "needs root to set debug");
+	ASSERT_EQ(0, slice_param_set("debug", "0"));
+	status = yield_with_word(RSEQ_SLICE_EXT_GRANTED);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = yield_with_word(RSEQ_SLICE_EXT_REQUEST);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	ASSERT_EQ(0, slice_param_set("debug", "1"));
+	/* GRANTED without a grant. */
+	status = yield_with_word(RSEQ_SLICE_EXT_GRANTED);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+	/* REQUEST still set at the yield. */
+	status = yield_with_word(RSEQ_SLICE_EXT_REQUEST);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+	/* Reserved bits. */
+	status = yield_with_word(1U << 7);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+	/* A consistent word passes. */
+	status = yield_with_word(0);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ASSERT_EQ(0, slice_param_set("debug", "0"));
+}
+
+/* Rule 8: the statistics file and its thread count. */
+TEST(stats_count_threads)
+{
+	static const char * const names[] = {
+		"sgrant", "sexpir", "srevok", "syield", "sabort", "skill", "sdeny",
+		"threads", "pinned",
+	};
+	long long t0, p0;
+	unsigned int i;
+
+	if (!is_root())
+		SKIP(return, "debugfs is root's");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		EXPECT_LE(0, slice_stat(names[i])) TH_LOG("%s", names[i]);
+	t0 = slice_stat("threads");
+	p0 = slice_stat("pinned");
+	ASSERT_EQ(0, slice_enable_self());
+	EXPECT_EQ(t0 + 1, slice_stat("threads"));
+	EXPECT_EQ(p0 + 1, slice_stat("pinned"));
+	ASSERT_EQ(0, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE));
+	EXPECT_EQ(t0, slice_stat("threads"));
+}
+
+/* Rule 9: state belongs to the thread. */
+static void *thread_get(void *arg)
+{
+	int fd = *(int *)arg;
+
+	return (void *)(long)slice_ioctl(fd, RSEQ_SLICE_IOC_GET);
+}
+
+static void *thread_enable_exit(void *arg)
+{
+	return (void *)(long)slice_enable_self();
+}
+
+static void *thread_disable(void *arg)
+{
+	int fd = *(int *)arg;
+
+	return (void *)(long)slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE);
+}
+
+TEST(lifecycle_threads_are_independent)
+{
+	long long t0 = slice_stat("threads");
+	pthread_t th;
+	void *ret;
+
+	ASSERT_EQ(0, slice_enable_self());
+	/* A new thread starts disabled... */
+	ASSERT_EQ(0, pthread_create(&th, NULL, thread_get, &slice_self.fd));
+	ASSERT_EQ(0, pthread_join(th, &ret));
+	EXPECT_EQ(0, (long)ret);
+	/* ...its DISABLE leaves this thread alone... */
+	ASSERT_EQ(0, pthread_create(&th, NULL, thread_disable, &slice_self.fd));
+	ASSERT_EQ(0, pthread_join(th, &ret));
+	EXPECT_EQ(0, (long)ret);
+	EXPECT_EQ(1, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
+	/* ...and its registration ends with it. */
+	ASSERT_EQ(0, pthread_create(&th, NULL, thread_enable_exit, NULL));
+	ASSERT_EQ(0, pthread_join(th, &ret));
+	EXPECT_EQ(0, (long)ret);
+	if (t0 >= 0) {
+		uint64_t end = now_ns() + 5000000000ULL;
+
+		/* The exit path releases it at once; the count follows. */
+		while (slice_stat("threads") != t0 + 1 && now_ns() < end)
+			usleep(1000);
+		EXPECT_EQ(t0 + 1, slice_stat("threads"));
+	}
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+}
+
+TEST(lifecycle_fork_not_inherited)
+{
+	pid_t pid;
+	int status;
+
+	ASSERT_EQ(0, slice_enable_self());
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(1, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+}
+
+/* exec: the new program of an enabled thread starts disabled. */
+#define EXEC_CHECK_ENV	"SLICE_EXEC_CHECK_FD"
+
+static void __attribute__((constructor)) exec_check(void)
+{
+	const char *fd = getenv(EXEC_CHECK_ENV);
+
+	if (fd)
+		_exit(slice_ioctl(atoi(fd), RSEQ_SLICE_IOC_GET));
+}
+
+TEST(lifecycle_exec_drops)
+{
+	long long t0 = slice_stat("threads");
+	char fdstr[16];
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		int fd = slice_open();
+
+		if (fd < 0 || slice_enable_word(fd, &slice_self.ctrl))
+			_exit(20);
+		snprintf(fdstr, sizeof(fdstr), "%d", fd);
+		setenv(EXEC_CHECK_ENV, fdstr, 1);
+		/* Keep the fd across exec so the new program can ask. */
+		fcntl(fd, F_SETFD, 0);
+		execl("/proc/self/exe", "exec_check", NULL);
+		_exit(21);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	if (t0 >= 0) {
+		uint64_t end = now_ns() + 5000000000ULL;
+
+		while (slice_stat("threads") != t0 && now_ns() < end)
+			usleep(1000);
+		EXPECT_EQ(t0, slice_stat("threads"));
+	}
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared by scripts/vm, scripts/test and scripts/bench: where things are
+# cached, how a kernel name becomes an image plus a kbuild tree, and how the
+# module and the selftests are built for it. Sourced, not run.
+#
+# The cache lives outside the clone so that fresh clones on one machine
+# share it: ${RSEQ_SLICE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/rseq-slice}.
+#   kernels/VERSION/vmlinuz   images unpacked from Debian's packages
+#   build/VERSION/            the module, built against that kernel
+#   build/selftests/          static test binaries (kernel independent)
+#   ksft/                     kselftest_harness.h from linux-source-6.1
+#   debug-6.1/                the debug kernel (scripts/build-debug-kernel)
+
+RS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+RS_CACHE=${RSEQ_SLICE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rseq-slice}
+
+rs_log() { printf '%s\n' "$*" >&2; }
+rs_die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
+
+# Install missing Debian packages (root only). apt-get update only runs when
+# a package is unknown, so a warm machine does no network access.
+rs_need_pkgs() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	[ "$(id -u)" -eq 0 ] || rs_die "missing packages (install as root): ${missing[*]}"
+	rs_log "installing: ${missing[*]}"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
+		apt-get update -qq >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+			rs_die "apt-get install ${missing[*]} failed"
+	fi
+}
+
+rs_host_pkgs() {
+	rs_need_pkgs qemu-system-x86 busybox-static cpio kmod gcc make libc6-dev \
+		linux-source-6.1 rsync xz-utils file bc flex bison libelf-dev libssl-dev
+}
+
+# The version a Debian meta package (linux-image-amd64, ...) points at
+# today, read from apt's lists: nothing is hard-coded, and no network
+# access happens unless the lists do not know the package yet.
+rs_meta_version() {
+	local meta=$1 v
+	v=$(apt-cache depends "$meta" 2>/dev/null |
+		sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+	if [ -z "$v" ]; then
+		[ "$(id -u)" -eq 0 ] && apt-get update -qq >/dev/null
+		v=$(apt-cache depends "$meta" 2>/dev/null |
+			sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+	fi
+	[ -n "$v" ] || rs_die "apt does not know $meta"
+	echo "$v"
+}
+
+# Unpack a Debian kernel image into the cache; headers come from apt.
+rs_debian_kernel() {
+	local kver=$1 dir=$RS_CACHE/kernels/$1 tmp deb
+	if [ ! -d "/lib/modules/$kver/build" ]; then
+		rs_need_pkgs "linux-headers-$kver"
+	fi
+	if [ ! -s "$dir/vmlinuz" ]; then
+		rs_log "fetching linux-image-$kver"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q "linux-image-$kver" >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "apt-get download linux-image-$kver failed"; }
+		deb=$(ls "$tmp"/*.deb)
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./boot/vmlinuz-$kver"
+		mkdir -p "$dir"
+		mv "$tmp/boot/vmlinuz-$kver" "$dir/vmlinuz.tmp" && mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
+		rm -rf "$tmp"
+	fi
+}
+
+# rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
+# for the module, empty if there is none) and RS_KNAME.
+rs_kernel() {
+	RS_KNAME=$1
+	mkdir -p "$RS_CACHE"
+	case "$1" in
+	6.1)
+		RS_KVER=$(rs_meta_version linux-image-amd64) ;;
+	6.12)
+		RS_KVER=$(rs_meta_version linux-image-6.12-amd64) ;;
+	6.1-debug)
+		RS_KDIR=$("$RS_TOP/scripts/build-debug-kernel" | tail -n1) ||
+			rs_die "the debug kernel did not build"
+		RS_BZIMAGE=$RS_KDIR/arch/x86/boot/bzImage
+		RS_KVER=$(cat "$RS_KDIR/include/config/kernel.release")
+		return 0 ;;
+	*)
+		[ -f "$1" ] || rs_die "--kernel: no such kernel or file: $1"
+		RS_BZIMAGE=$(readlink -f "$1")
+		# "Linux kernel x86 boot executable bzImage, version 7.2.13 (...)"
+		RS_KVER=$(file -bL "$RS_BZIMAGE" | sed -n 's/.*version \([^ ]*\) .*/\1/p')
+		RS_KDIR=
+		if [ -n "$RS_KVER" ] && [ -d "/lib/modules/$RS_KVER/build" ]; then
+			RS_KDIR=/lib/modules/$RS_KVER/build
+		fi
+		return 0 ;;
+	esac
+	rs_debian_kernel "$RS_KVER"
+	RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+	RS_KDIR=/lib/modules/$RS_KVER/build
+}
+
+# Build rseq_slice.ko against RS_KDIR; sets RS_MODULE. The sources are
+# mirrored with their times, so kbuild rebuilds only what changed.
+rs_build_module() {
+	local out=$RS_CACHE/build/$RS_KVER
+	mkdir -p "$out"
+	# Build products are excluded, hence kept by --delete.
+	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
+		"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/src/"
+	# Two guests of one kernel may start at once: one build at a time.
+	exec {lock}>"$out/.lock"
+	flock "$lock"
+	if ! make -C "$RS_KDIR" M="$out/src" modules >"$out/build.log" 2>&1; then
+		cat "$out/build.log" >&2
+		rs_die "module build against $RS_KVER failed"
+	fi
+	exec {lock}>&-
+	RS_MODULE=$out/src/rseq_slice.ko
+}
+
+# The static selftest binaries; sets RS_SELFTESTS (their folder).
+rs_build_selftests() {
+	RS_SELFTESTS=$RS_CACHE/build/selftests
+	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" >&2 ||
+		rs_die "selftests did not build"
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The misc device and the module's life: /dev/rseq_slice exists with mode
+ * 0666, users can open it, unknown ioctls get ENOTTY, unloading while the
+ * device is open is refused, and 20 load/unload rounds work. The module
+ * file is RSEQ_SLICE_KO (the lane puts it at /lib/rseq_slice.ko).
+ */
+#include "slice_util.h"
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "kselftest_harness.h"
+
+#define SLICE_KO_DEFAULT "/lib/rseq_slice.ko"
+
+static const char *slice_ko(void)
+{
+	const char *ko = getenv("RSEQ_SLICE_KO");
+
+	return ko ? ko : SLICE_KO_DEFAULT;
+}
+
+static bool module_loaded(void)
+{
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/modules", "r");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "rseq_slice ", 11))
+			found = true;
+	fclose(f);
+	return found;
+}
+
+static int load_module(const char *params)
+{
+	int fd = open(slice_ko(), O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+static int unload_module(void)
+{
+	return syscall(SYS_delete_module, "rseq_slice", O_NONBLOCK) ? -errno : 0;
+}
+
+TEST(device_mode_0666)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, stat(RSEQ_SLICE_DEVICE, &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	EXPECT_EQ(0666, st.st_mode & 07777);
+}
+
+/* As root, drop to uid 1000 in a child: users must be able to open it. */
+TEST(user_can_open)
+{
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int fd;
+
+		if (is_root() && (setgid(1000) || setuid(1000)))
+			_exit(2);
+		fd = slice_open();
+		if (fd < 0)
+			_exit(3);
+		_exit(slice_ioctl(fd, RSEQ_SLICE_IOC_GET) == 0 ? 0 : 4);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST(unknown_ioctl_enotty)
+{
+	int fd = slice_open();
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-ENOTTY, slice_ioctl(fd, _IO(0xB9, 0x7f)));
+	EXPECT_EQ(-ENOTTY, slice_ioctl(fd, _IO('T', 1)));
+	EXPECT_EQ(-ENOTTY, slice_ioctl(fd, 0));
+	close(fd);
+}
+
+/*
+ * The device's file_operations hold a reference on the module, so unload
+ * is refused while any file is open: delete_module fails with EWOULDBLOCK
+ * and the device keeps working.
+ */
+TEST(unload_refused_while_open)
+{
+	int fd;
+
+	if (!is_root())
+		SKIP(return, "unloading needs root");
+	ASSERT_TRUE(module_loaded());
+	fd = slice_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
+	EXPECT_EQ(-EWOULDBLOCK, unload_module());
+	EXPECT_TRUE(module_loaded());
+	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
+	close(fd);
+}
+
+FIXTURE(modload)
+{
+};
+
+FIXTURE_SETUP(modload)
+{
+}
+
+FIXTURE_TEARDOWN(modload)
+{
+	if (is_root() && !module_loaded())
+		load_module("");
+}
+
+/* 20 rounds of unload, load, use; the lane checks the kernel log after. */
+TEST_F_TIMEOUT(modload, load_unload_20_rounds, 300)
+{
+	int round, fd;
+
+	if (!is_root())
+		SKIP(return, "loading needs root");
+	for (round = 0; round < 20; round++) {
+		if (module_loaded())
+			ASSERT_EQ(0, unload_module()) TH_LOG("round %d", round);
+		ASSERT_FALSE(module_loaded());
+		ASSERT_NE(0, access(RSEQ_SLICE_DEVICE, F_OK));
+		ASSERT_EQ(0, load_module("")) TH_LOG("round %d", round);
+		fd = slice_open();
+		ASSERT_LE(0, fd) TH_LOG("round %d", round);
+		EXPECT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
+		EXPECT_LE(0, slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD));
+		EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
+		close(fd);
+	}
+	EXPECT_TRUE(module_loaded());
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,41 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs in the guest, as root, from the folder holding the test binaries:
+# every test as root, the ones that make sense for users again as uid
+# 1000, and the module load/unload tests last (they reload the module).
+# Prints TAP; a binary that dies before reporting all its tests gets a
+# "not ok" line for it, so a crash can never read as a pass.
+#   run_suite [-q]   -q: the short CI set (fewer seconds per slice_test)
+set -u
+[ "${1:-}" = -q ] && export RSEQ_SLICE_TEST_SECS=${RSEQ_SLICE_TEST_SECS:-2}
+echo "# kernel: $(uname -r) ($(cat /sys/kernel/debug/sched/preempt 2>/dev/null))"
+echo "# cmdline: $(cat /proc/cmdline)"
+
+run() {
+	who=$1
+	shift
+	echo "# === $* (as $who)"
+	if [ "$who" = root ]; then
+		"$@" >/tmp/tap 2>&1
+	else
+		runas 1000 "$@" >/tmp/tap 2>&1
+	fi
+	rc=$?
+	cat /tmp/tap
+	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' /tmp/tap | head -n1)
+	got=$(grep -cE '^(not )?ok ' /tmp/tap)
+	bad=$(grep -c '^not ok ' /tmp/tap)
+	if [ -z "$plan" ] || [ "$got" -lt "$plan" ] || { [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; }; then
+		echo "not ok - $* as $who exited $rc after $got of ${plan:-?} results"
+	fi
+}
+
+run root ./abi_test
+run user ./abi_test
+run root ./semantics_test
+run user ./semantics_test
+run root ./slice_test
+run user ./slice_test
+run user ./device_test
+run root ./device_test
+exit 0

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* runas UID PROG [ARG]...: drop every privilege to UID (gid = uid), exec. */
+#define _GNU_SOURCE
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>

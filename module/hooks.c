@@ -30,6 +30,7 @@
 #include <linux/kernel.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sched/task_stack.h>
 #include <linux/trace_recursion.h>
 #include <linux/tracepoint.h>
 #include <linux/workqueue.h>

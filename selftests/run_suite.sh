@@ -1,13 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Runs in the guest, as root, from the folder holding the test binaries:
-# every test as root, the ones that make sense for users again as uid
-# 1000, and the module load/unload tests last (they reload the module).
+# every test as root and again as uid 1000 (tests that need root skip
+# there), and the module load/unload tests last (they reload the module).
 # Prints TAP; a binary that dies before reporting all its tests gets a
 # "not ok" line for it, so a crash can never read as a pass.
-#   run_suite [-q]   -q: the short CI set (fewer seconds per slice_test)
+#   run_suite [-f]   -f: the full lengths (5 s per slice_test, 100000
+#                    grants, 100 module load cycles); default: the CI set
 set -u
-[ "${1:-}" = -q ] && export RSEQ_SLICE_TEST_SECS=${RSEQ_SLICE_TEST_SECS:-2}
+if [ "${1:-}" != -f ]; then
+	export RSEQ_SLICE_TEST_SECS=${RSEQ_SLICE_TEST_SECS:-2}
+	export RSEQ_SLICE_OVERRUN_GRANTS=${RSEQ_SLICE_OVERRUN_GRANTS:-20000}
+	export RSEQ_SLICE_CHURN_CYCLES=${RSEQ_SLICE_CHURN_CYCLES:-20}
+fi
 echo "# kernel: $(uname -r) ($(cat /sys/kernel/debug/sched/preempt 2>/dev/null))"
 echo "# cmdline: $(cat /proc/cmdline)"
 
@@ -36,6 +41,11 @@ run root ./semantics_test
 run user ./semantics_test
 run root ./slice_test
 run user ./slice_test
+run root ./fuzz_test
+run user ./fuzz_test
+run root ./churn_test
+run user ./churn_test
 run user ./device_test
 run root ./device_test
+run root ./stress_test
 exit 0

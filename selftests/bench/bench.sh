@@ -28,7 +28,35 @@ upstream=0
 [ -e /sys/kernel/debug/rseq/slice_ext_nsec ] && upstream=1
 echo "# kernel $(uname -r), preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null)"
 
+T=/sys/kernel/debug/tracing
 loaded() { grep -q '^rseq_slice ' /proc/modules; }
+
+# How long grants were held, from the module's end events (yield, revoke,
+# abort, kill all carry held_ns): a log2 histogram as one JSON object.
+trace_on() {
+	echo 8192 >$T/buffer_size_kb
+	: >$T/trace
+	echo 1 >$T/events/rseq_slice/enable
+}
+trace_off_report() {
+	echo 0 >$T/events/rseq_slice/enable
+	awk -v what="$1" '
+	/held_ns=/ {
+		split($0, a, "held_ns="); v = a[2] + 0; n++
+		b = 0; while (2 ^ (b + 1) <= v) b++; h[b]++
+		if (v > max) max = v
+	}
+	/rseq_slice_(yield|revoke|abort|kill):/ {
+		match($0, /rseq_slice_[a-z]+:/); kind[substr($0, RSTART + 11, RLENGTH - 12)]++
+	}
+	END {
+		printf "{\"bench\":\"held\",\"run\":\"%s\",\"n\":%d,\"max_ns\":%d,\"ends\":{", what, n, max
+		sep = ""; for (k in kind) { printf "%s\"%s\":%d", sep, k, kind[k]; sep = "," }
+		printf "},\"hist\":["
+		sep = ""; for (b = 0; b < 40; b++) if (h[b]) { printf "%s[%d,%d]", sep, 2 ^ b, h[b]; sep = "," }
+		printf "]}\n"
+	}' $T/trace
+}
 unload() { loaded && rmmod rseq_slice; }
 load() { loaded || insmod /lib/rseq_slice.ko; }
 
@@ -42,8 +70,10 @@ lock_arms() {
 				extension) load; m=module ;;
 				upstream) m=upstream ;;
 				esac
+				[ $arm = extension ] && trace_on
 				./lockbench -a "$arm" -m $m -l "$l" -t $threads -n $noise \
 					-c "$cs" -d $secs || echo "# lockbench $arm failed"
+				[ $arm = extension ] && trace_off_report "$l-$cs"
 			done
 		done
 	done

@@ -43,7 +43,8 @@ trace_off_report() {
 	awk -v what="$1" '
 	/held_ns=/ {
 		split($0, a, "held_ns="); v = a[2] + 0; n++
-		b = 0; while (2 ^ (b + 1) <= v) b++; h[b]++
+		# busybox awk has no math: powers of two by doubling.
+		b = 0; p = 1; while (p * 2 <= v) { p *= 2; b++ }; h[b]++; lo[b] = p
 		if (v > max) max = v
 	}
 	/rseq_slice_(yield|revoke|abort|kill):/ {
@@ -53,7 +54,7 @@ trace_off_report() {
 		printf "{\"bench\":\"held\",\"run\":\"%s\",\"n\":%d,\"max_ns\":%d,\"ends\":{", what, n, max
 		sep = ""; for (k in kind) { printf "%s\"%s\":%d", sep, k, kind[k]; sep = "," }
 		printf "},\"hist\":["
-		sep = ""; for (b = 0; b < 40; b++) if (h[b]) { printf "%s[%d,%d]", sep, 2 ^ b, h[b]; sep = "," }
+		sep = ""; for (b = 0; b < 40; b++) if (h[b]) { printf "%s[%d,%d]", sep, lo[b], h[b]; sep = "," }
 		printf "]}\n"
 	}' $T/trace
 }

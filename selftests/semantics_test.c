@@ -348,9 +348,17 @@ TEST(no_grant_on_syscall_return)
 	close(p[1]);
 	pthread_join(th, NULL);
 	close(p[0]);
-	ksft_print_msg("write() rescheduled on its way out %u of 400 times\n", preempted);
-	EXPECT_EQ(0, granted);
-	EXPECT_LT(0, preempted);
+	ksft_print_msg("write() rescheduled on its way out %u of 400 times, %u grants after it\n",
+		       preempted, granted);
+	/*
+	 * REQUEST stays set after write() returns, so an interrupt with a
+	 * reschedule pending between the return and the look at the word
+	 * may rightly grant (seen once in 400 on the debug kernel). A grant
+	 * on the system call's return instead would replace the reschedule:
+	 * the reader would not have run, every time.
+	 */
+	EXPECT_GE(preempted, 360);
+	EXPECT_LE(granted, 8);
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
 }
 

@@ -526,35 +526,34 @@ static void granted_storm(struct __test_metadata *_metadata, int what, int n,
 	munmap(slots, n * sizeof(*slots));
 }
 
-TEST_F_TIMEOUT(churn, exit_while_granted, 600)
+/* @n children end while granted, by exit_group() or by execve(). */
+static void granted_storm_check(struct __test_metadata *_metadata, int do_exec, int n,
+				long long kill0)
 {
 	struct granted_outcome o = { 0 };
 
-	NOISE_ON();
-	granted_storm(_metadata, 0, 50, &o);
-	ksft_print_msg("exit_group while granted: %d ran, %d SIGSEGV (call skipped), "
-		       "%d never granted\n", o.exited0, o.segv, o.nogrant);
+	granted_storm(_metadata, do_exec, n, &o);
+	ksft_print_msg("%s while granted: %d ran, %d SIGSEGV (call skipped), "
+		       "%d never granted\n", do_exec ? "execve" : "exit_group",
+		       o.exited0, o.segv, o.nogrant);
 	/* Each SIGSEGV is one kill for a system call inside a grant. */
-	if (self->kill0 >= 0)
-		EXPECT_EQ(o.segv, slice_stat("skill") - self->kill0);
+	if (kill0 >= 0)
+		EXPECT_EQ(o.segv, slice_stat("skill") - kill0);
 	EXPECT_EQ(0, o.other);
 	EXPECT_LT(0, o.exited0 + o.segv);
+}
+
+TEST_F_TIMEOUT(churn, exit_while_granted, 600)
+{
+	NOISE_ON();
+	granted_storm_check(_metadata, 0, 50, self->kill0);
 	STATS_BACK();
 }
 
 TEST_F_TIMEOUT(churn, execve_while_granted, 600)
 {
-	struct granted_outcome o = { 0 };
-
 	NOISE_ON();
-	granted_storm(_metadata, 1, 20, &o);
-	ksft_print_msg("execve while granted: %d ran, %d SIGSEGV (call skipped), "
-		       "%d never granted\n", o.exited0, o.segv, o.nogrant);
-	/* Each SIGSEGV is one kill for a system call inside a grant. */
-	if (self->kill0 >= 0)
-		EXPECT_EQ(o.segv, slice_stat("skill") - self->kill0);
-	EXPECT_EQ(0, o.other);
-	EXPECT_LT(0, o.exited0 + o.segv);
+	granted_storm_check(_metadata, 1, 20, self->kill0);
 	STATS_BACK();
 }
 

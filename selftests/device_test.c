@@ -12,47 +12,6 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 
-#define SLICE_KO_DEFAULT "/lib/rseq_slice.ko"
-
-static const char *slice_ko(void)
-{
-	const char *ko = getenv("RSEQ_SLICE_KO");
-
-	return ko ? ko : SLICE_KO_DEFAULT;
-}
-
-static bool module_loaded(void)
-{
-	char line[256];
-	bool found = false;
-	FILE *f = fopen("/proc/modules", "r");
-
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "rseq_slice ", 11))
-			found = true;
-	fclose(f);
-	return found;
-}
-
-static int load_module(const char *params)
-{
-	int fd = open(slice_ko(), O_RDONLY | O_CLOEXEC);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-static int unload_module(void)
-{
-	return syscall(SYS_delete_module, "rseq_slice", O_NONBLOCK) ? -errno : 0;
-}
-
 TEST(device_mode_0666)
 {
 	struct stat st;
@@ -106,12 +65,12 @@ TEST(unload_refused_while_open)
 
 	if (!is_root())
 		SKIP(return, "unloading needs root");
-	ASSERT_TRUE(module_loaded());
+	ASSERT_TRUE(slice_module_loaded());
 	fd = slice_open();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
-	EXPECT_EQ(-EWOULDBLOCK, unload_module());
-	EXPECT_TRUE(module_loaded());
+	EXPECT_EQ(-EWOULDBLOCK, slice_unload_module());
+	EXPECT_TRUE(slice_module_loaded());
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
 	close(fd);
@@ -127,8 +86,8 @@ FIXTURE_SETUP(modload)
 
 FIXTURE_TEARDOWN(modload)
 {
-	if (is_root() && !module_loaded())
-		load_module("");
+	if (is_root() && !slice_module_loaded())
+		slice_load_module("");
 }
 
 /* 20 rounds of unload, load, use; the lane checks the kernel log after. */
@@ -139,11 +98,11 @@ TEST_F_TIMEOUT(modload, load_unload_20_rounds, 300)
 	if (!is_root())
 		SKIP(return, "loading needs root");
 	for (round = 0; round < 20; round++) {
-		if (module_loaded())
-			ASSERT_EQ(0, unload_module()) TH_LOG("round %d", round);
-		ASSERT_FALSE(module_loaded());
+		if (slice_module_loaded())
+			ASSERT_EQ(0, slice_unload_module()) TH_LOG("round %d", round);
+		ASSERT_FALSE(slice_module_loaded());
 		ASSERT_NE(0, access(RSEQ_SLICE_DEVICE, F_OK));
-		ASSERT_EQ(0, load_module("")) TH_LOG("round %d", round);
+		ASSERT_EQ(0, slice_load_module("")) TH_LOG("round %d", round);
 		fd = slice_open();
 		ASSERT_LE(0, fd) TH_LOG("round %d", round);
 		EXPECT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
@@ -151,7 +110,7 @@ TEST_F_TIMEOUT(modload, load_unload_20_rounds, 300)
 		EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
 		close(fd);
 	}
-	EXPECT_TRUE(module_loaded());
+	EXPECT_TRUE(slice_module_loaded());
 }
 
 TEST_HARNESS_MAIN

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -252,6 +253,38 @@ static inline void noise_stop(struct noise *n)
 {
 	n->stop = true;
 	pthread_join(n->thread, NULL);
+}
+
+/* The module file in the lane's guests: RSEQ_SLICE_KO, else /lib/rseq_slice.ko. */
+static inline const char *slice_ko(void)
+{
+	const char *ko = getenv("RSEQ_SLICE_KO");
+
+	return ko ? ko : "/lib/rseq_slice.ko";
+}
+
+static inline bool slice_module_loaded(void)
+{
+	return access("/sys/module/rseq_slice", F_OK) == 0;
+}
+
+/* Load the module (root) with @params: 0 or -errno. */
+static inline int slice_load_module(const char *params)
+{
+	int fd = open(slice_ko(), O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* Unload it without waiting: 0 or -errno (EWOULDBLOCK while in use). */
+static inline int slice_unload_module(void)
+{
+	return syscall(SYS_delete_module, "rseq_slice", O_NONBLOCK) ? -errno : 0;
 }
 
 /* Is the kernel's timer in high-resolution mode on every CPU? */

@@ -18,7 +18,6 @@
 #include "kselftest_harness.h"
 
 #define TRACING		"/sys/kernel/debug/tracing/"
-#define SLICE_KO	"/lib/rseq_slice.ko"
 
 static long env_long(const char *name, long dflt)
 {
@@ -37,11 +36,6 @@ static int write_file(const char *path, const char *val)
 	n = write(fd, val, strlen(val));
 	close(fd);
 	return n < 0 ? -errno : 0;
-}
-
-static bool module_loaded(void)
-{
-	return access("/sys/module/rseq_slice", F_OK) == 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -218,17 +212,6 @@ static void *churn_toggler(void *arg)
 	return NULL;
 }
 
-static int load_module(void)
-{
-	int fd = open(SLICE_KO, O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
 static void wait_released(void)
 {
 	struct timespec ms = { 0, 10 * 1000 * 1000 };
@@ -249,8 +232,8 @@ FIXTURE_SETUP(churn)
 
 FIXTURE_TEARDOWN(churn)
 {
-	if (is_root() && !module_loaded())
-		load_module();
+	if (is_root() && !slice_module_loaded())
+		slice_load_module("");
 	slice_param_set("enabled", "1");
 	slice_param_set("grant_ns", "30000");
 }
@@ -265,7 +248,7 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 
 	if (!is_root())
 		SKIP(return, "loading needs root");
-	ASSERT_TRUE(module_loaded());
+	ASSERT_TRUE(slice_module_loaded());
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, c);
 	memset(c, 0, sizeof(*c));
@@ -285,14 +268,16 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 	t0 = now_ns();
 	while (done < cycles) {
 		/* Refused while any file is open: retry until the workers close. */
-		if (syscall(SYS_delete_module, "rseq_slice", O_NONBLOCK)) {
-			ASSERT_TRUE(errno == EWOULDBLOCK || errno == EBUSY) TH_LOG("errno %d", errno);
+		int ret = slice_unload_module();
+
+		if (ret) {
+			ASSERT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY) TH_LOG("errno %d", -ret);
 			refused++;
 			/* Poll: let the workers run to their close(). */
 			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
 			continue;
 		}
-		ASSERT_EQ(0, load_module()) TH_LOG("cycle %ld", done);
+		ASSERT_EQ(0, slice_load_module("")) TH_LOG("cycle %ld", done);
 		done++;
 	}
 	c->stop = 1;

@@ -118,19 +118,6 @@ static bool answered(uint32_t *w, int fd, int *bad)
 }
 
 /* Up to 2 s, rereading every 10 ms: are threads and pinned back at t0, p0? */
-static bool stats_settle(long long t0, long long p0, long long *t, long long *p)
-{
-	uint64_t end = now_ns() + 2000 * MS;
-
-	for (;;) {
-		*t = slice_stat("threads");
-		*p = slice_stat("pinned");
-		if ((*t == t0 && *p == p0) || now_ns() > end)
-			return *t == t0 && *p == p0;
-		usleep(10000);
-	}
-}
-
 static void *map_page(void)
 {
 	void *p = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -195,7 +182,7 @@ FIXTURE_TEARDOWN(churn)
 		ksft_print_msg("stats are root's: threads/pinned not compared\n"); \
 		break; \
 	} \
-	EXPECT_TRUE(stats_settle(self->threads0, self->pinned0, &__t, &__p)) { \
+	EXPECT_TRUE(slice_stats_settle(self->threads0, self->pinned0, &__t, &__p)) { \
 		TH_LOG("threads %lld -> %lld, pinned %lld -> %lld", \
 		       self->threads0, __t, self->pinned0, __p); \
 	} \

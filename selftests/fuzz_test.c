@@ -548,19 +548,6 @@ static long long grant_ends(void)
 	       slice_stat("skill");
 }
 
-static bool stats_settle(long long t0, long long p0, long long *t, long long *p)
-{
-	uint64_t end = now_ns() + 2000000000ULL;
-
-	for (;;) {
-		*t = slice_stat("threads");
-		*p = slice_stat("pinned");
-		if ((*t == t0 && *p == p0) || now_ns() > end)
-			return *t == t0 && *p == p0;
-		usleep(10000);
-	}
-}
-
 FIXTURE(fuzz)
 {
 	int shared_fd;
@@ -708,7 +695,7 @@ TEST_F_TIMEOUT(fuzz, ioctls, 900)
 		ksft_print_msg("stats: root only, not compared\n");
 		return;
 	}
-	EXPECT_TRUE(stats_settle(t0, p0, &tn, &pn)) {
+	EXPECT_TRUE(slice_stats_settle(t0, p0, &tn, &pn)) {
 		TH_LOG("threads %lld -> %lld, pinned %lld -> %lld", t0, tn, p0, pn);
 	}
 	/* No grant is running any more: each one given has ended once. */

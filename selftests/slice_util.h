@@ -255,6 +255,24 @@ static inline void noise_stop(struct noise *n)
 	pthread_join(n->thread, NULL);
 }
 
+/*
+ * Wait (up to 2 s) for the statistics' "threads" and "pinned" to read
+ * @t0 and @p0 again: registrations are released from a work item. Returns
+ * whether they did; *t and *p get the last values read.
+ */
+static inline bool slice_stats_settle(long long t0, long long p0, long long *t, long long *p)
+{
+	uint64_t end = now_ns() + 2000000000ULL;
+
+	for (;;) {
+		*t = slice_stat("threads");
+		*p = slice_stat("pinned");
+		if ((*t == t0 && *p == p0) || now_ns() > end)
+			return *t == t0 && *p == p0;
+		usleep(10000);
+	}
+}
+
 /* The module file in the lane's guests: RSEQ_SLICE_KO, else /lib/rseq_slice.ko. */
 static inline const char *slice_ko(void)
 {

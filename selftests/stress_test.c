@@ -212,16 +212,6 @@ static void *churn_toggler(void *arg)
 	return NULL;
 }
 
-static void wait_released(void)
-{
-	struct timespec ms = { 0, 10 * 1000 * 1000 };
-	int i;
-
-	/* Pages are unpinned from a work item: give it up to 2 s. */
-	for (i = 0; i < 200 && (slice_stat("threads") || slice_stat("pinned")); i++)
-		nanosleep(&ms, NULL);
-}
-
 FIXTURE(churn)
 {
 };
@@ -288,9 +278,14 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 		       done, (now_ns() - t0) / 1e9, refused, c->opens, c->sections, c->yields);
 	EXPECT_LT(0, c->sections);
 	slice_param_set("enabled", "1");
-	wait_released();
-	EXPECT_EQ(0, slice_stat("threads"));
-	EXPECT_EQ(0, slice_stat("pinned"));
+	{
+		long long t, p;
+
+		EXPECT_TRUE(slice_stats_settle(0, 0, &t, &p))
+			TH_LOG("threads %lld, pinned %lld", t, p);
+		EXPECT_EQ(0, t);
+		EXPECT_EQ(0, p);
+	}
 }
 
 /* A thread's ioctls act on itself only: not on siblings, not on parents. */

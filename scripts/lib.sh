@@ -6,13 +6,18 @@
 # The cache lives outside the clone so that fresh clones on one machine
 # share it: ${RSEQ_SLICE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/rseq-slice}.
 #   kernels/VERSION/vmlinuz   images unpacked from Debian's packages
-#   build/VERSION/            the module, built against that kernel
-#   build/selftests/          static test binaries (kernel independent)
+#   kernels/VERSION/extra/    modules the tests need that the kernel has
+#                             as modules (fuse.ko on 6.1)
+#   build/VERSION/TREE/       the module, built against that kernel, per
+#                             source tree (TREE: a hash of its path), so
+#                             that two clones never build into one folder
+#   build/selftests-TREE/     static test binaries (kernel independent)
 #   ksft/                     kselftest_harness.h from linux-source-6.1
 #   debug-6.1/                the debug kernel (scripts/build-debug-kernel)
 
 RS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RS_CACHE=${RSEQ_SLICE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rseq-slice}
+RS_TREE=$(printf '%s' "$RS_TOP" | sha256sum | cut -c1-12)
 
 rs_log() { printf '%s\n' "$*" >&2; }
 rs_die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
@@ -56,29 +61,43 @@ rs_meta_version() {
 	echo "$v"
 }
 
-# Unpack a Debian kernel image into the cache; headers come from apt.
+# Modules of a Debian kernel the guests load before the test, when the
+# kernel has them as modules rather than built in (paths in the package).
+RS_EXTRA_MODULES="kernel/fs/fuse/fuse.ko"
+
+# Unpack a Debian kernel image (and RS_EXTRA_MODULES, where the package
+# has them) into the cache; headers come from apt.
 rs_debian_kernel() {
-	local kver=$1 dir=$RS_CACHE/kernels/$1 tmp deb
+	local kver=$1 dir=$RS_CACHE/kernels/$1 tmp deb m
 	if [ ! -d "/lib/modules/$kver/build" ]; then
 		rs_need_pkgs "linux-headers-$kver"
 	fi
-	if [ ! -s "$dir/vmlinuz" ]; then
+	if [ ! -s "$dir/vmlinuz" ] || [ ! -f "$dir/extra.done" ]; then
 		rs_log "fetching linux-image-$kver"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
 		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q "linux-image-$kver" >/dev/null) ||
 			{ rm -rf "$tmp"; rs_die "apt-get download linux-image-$kver failed"; }
 		deb=$(ls "$tmp"/*.deb)
 		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./boot/vmlinuz-$kver"
-		mkdir -p "$dir"
+		mkdir -p "$dir/extra"
+		for m in $RS_EXTRA_MODULES; do
+			# Absent where the option is built in: nothing to load.
+			if dpkg-deb --fsys-tarfile "$deb" |
+				tar -x -C "$tmp" "./lib/modules/$kver/$m" 2>/dev/null; then
+				mv "$tmp/lib/modules/$kver/$m" "$dir/extra/"
+			fi
+		done
 		mv "$tmp/boot/vmlinuz-$kver" "$dir/vmlinuz.tmp" && mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
+		touch "$dir/extra.done"
 		rm -rf "$tmp"
 	fi
 }
 
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
-# for the module, empty if there is none) and RS_KNAME.
+# for the module, empty if there is none) and RS_EXTRA (a folder of
+# modules to load first, or empty).
 rs_kernel() {
-	RS_KNAME=$1
+	RS_EXTRA=
 	mkdir -p "$RS_CACHE"
 	case "$1" in
 	6.1)
@@ -104,13 +123,14 @@ rs_kernel() {
 	esac
 	rs_debian_kernel "$RS_KVER"
 	RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+	RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 	RS_KDIR=/lib/modules/$RS_KVER/build
 }
 
 # Build rseq_slice.ko against RS_KDIR; sets RS_MODULE. The sources are
 # mirrored with their times, so kbuild rebuilds only what changed.
 rs_build_module() {
-	local out=$RS_CACHE/build/$RS_KVER
+	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE
 	mkdir -p "$out"
 	# Build products are excluded, hence kept by --delete.
 	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
@@ -129,7 +149,7 @@ rs_build_module() {
 
 # The static selftest binaries; sets RS_SELFTESTS (their folder).
 rs_build_selftests() {
-	RS_SELFTESTS=$RS_CACHE/build/selftests
+	RS_SELFTESTS=$RS_CACHE/build/selftests-$RS_TREE
 	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" >&2 ||
 		rs_die "selftests did not build"
 }

@@ -39,12 +39,23 @@
 struct rseq_slice_cpu {
 	struct hrtimer timer;		/* ends the grant at its expiry */
 	struct task_struct *task;	/* holder of this CPU's grant, or NULL */
-	u32 *ctrl;			/* the holder's control word */
+	struct rseq_slice_task *st;	/* the holder's registration */
 	bool audit_work;		/* the grant set SYSCALL_WORK_SYSCALL_AUDIT */
 	u64 start;			/* ktime_get_ns() at the grant */
 };
 
 static DEFINE_PER_CPU(struct rseq_slice_cpu, rseq_slice_cpus);
+
+/*
+ * Make current reschedule at its next preemption point: the reschedule a
+ * grant deferred, given back when the grant ends early (timer, signal,
+ * IPI, yield, abort). Current's own flags; any context of current.
+ */
+void rseq_slice_resched_current(void)
+{
+	set_tsk_need_resched(current);
+	set_preempt_need_resched();
+}
 
 /*
  * Expiry. Hard interrupt on the grant's CPU (the timer is pinned), so the
@@ -58,8 +69,7 @@ static enum hrtimer_restart rseq_slice_timer_fn(struct hrtimer *timer)
 	if (c == this_cpu_ptr(&rseq_slice_cpus) && c->task == current) {
 		this_cpu_inc(rseq_slice_stats.expired);
 		trace_rseq_slice_expire(current->pid);
-		set_tsk_need_resched(current);
-		set_preempt_need_resched();
+		rseq_slice_resched_current();
 	}
 	return HRTIMER_NORESTART;
 }
@@ -88,7 +98,7 @@ void rseq_slice_grant_exit(void)
 /* Interrupts disabled, on c's CPU, c->task set. */
 static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 {
-	u32 *ctrl = c->ctrl;
+	u32 *ctrl = c->st->ctrl;
 	pid_t pid = c->task->pid;
 
 	/*
@@ -103,7 +113,7 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	/* Cannot be running: it would run on this CPU, with irqs on. */
 	hrtimer_try_to_cancel(&c->timer);
 	c->task = NULL;
-	c->ctrl = NULL;
+	c->st = NULL;
 	c->audit_work = false;
 
 	switch (why) {
@@ -152,7 +162,9 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 
 	WRITE_ONCE(*st->ctrl, (word & ~RSEQ_SLICE_EXT_REQUEST) | RSEQ_SLICE_EXT_GRANTED);
 	c->task = current;
-	c->ctrl = st->ctrl;
+	c->st = st;
+	/* A yield whose ioctl never came (its fd swapped) is forgotten here. */
+	st->yielded = false;
 	/*
 	 * Any system call while granted must be seen at its entry. Audit's
 	 * work bit makes the entry path call syscall_trace_enter(), which
@@ -161,7 +173,7 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 	 */
 	c->audit_work = !test_and_set_bit(SYSCALL_WORK_BIT_SYSCALL_AUDIT,
 					  &current_thread_info()->syscall_work);
-	/* Defer the reschedule: the timer or the yield brings it back. */
+	/* Defer the reschedule: the timer or the grant's end brings it back. */
 	clear_tsk_need_resched(current);
 	clear_preempt_need_resched();
 	grant_ns = READ_ONCE(rseq_slice_grant_ns);
@@ -206,13 +218,22 @@ bool rseq_slice_grant_at_exit(enum rseq_slice_exit kind, struct pt_regs *regs)
 	return granted;
 }
 
-/* Current is switching out (sched_switch: rq lock held, irqs disabled). */
+/*
+ * @prev, current until now, is switching out (sched_switch: rq lock held,
+ * interrupts disabled, on prev's CPU). A grant ends with the switch; a
+ * REQUEST still set is cleared, so that the thread reads "interrupted" at
+ * the end of its section whatever took the CPU away: in-kernel
+ * preemption, a blocking fault or system call, a reschedule on a system
+ * call's return.
+ */
 void rseq_slice_grant_switch(struct task_struct *prev)
 {
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
 
 	if (unlikely(c->task == prev))
 		rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
+	else
+		rseq_slice_task_clear_request(prev);
 }
 
 /* Any context of current. Returns true if current held a grant. */
@@ -232,16 +253,20 @@ bool rseq_slice_grant_end_current(enum rseq_slice_end why)
 }
 
 /*
- * A signal is about to be delivered to current, which may hold a grant
- * (preemption disabled). The handler must not run inside the grant: end
- * it, and let the loop do the reschedule the grant deferred.
+ * A signal is about to be delivered to current (the exit-to-user loop,
+ * preemption disabled by the hook, interrupts enabled). The handler is
+ * not the critical section that asked: it must not run inside a grant,
+ * nor with REQUEST set, which an interrupt would then grant to the
+ * handler, whose rt_sigreturn is a foreign system call. A holder's grant
+ * ends (both bits clear) and the reschedule it deferred is given back; a
+ * REQUEST alone is cleared, so the section reads "interrupted".
  */
 void rseq_slice_grant_signal(void)
 {
-	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE)) {
-		set_tsk_need_resched(current);
-		set_preempt_need_resched();
-	}
+	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE))
+		rseq_slice_resched_current();
+	else
+		rseq_slice_task_clear_request(current);
 }
 
 /* Preemption disabled: the holder of this CPU's grant. */
@@ -250,13 +275,19 @@ struct task_struct *rseq_slice_grant_holder(void)
 	return this_cpu_read(rseq_slice_cpus.task);
 }
 
-/* IPI: a holder on this CPU is current and interrupted right now. */
+/*
+ * IPI: a holder on this CPU is current and interrupted right now. Its
+ * grant deferred a reschedule: give it back, as the timer would, so the
+ * task that asked for the CPU does not wait for the next tick.
+ */
 static void rseq_slice_end_ipi(void *unused)
 {
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
 
-	if (c->task)
+	if (c->task) {
 		rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
+		rseq_slice_resched_current();
+	}
 }
 
 /*
@@ -284,45 +315,50 @@ static bool rseq_slice_word_ok(u32 word, bool held)
 }
 
 /*
- * RSEQ_SLICE_IOC_YIELD. Process context. Returns 1 if the thread yielded
- * inside a live grant, 0 if it had none (never granted, or revoked first:
- * the "raced" case).
+ * RSEQ_SLICE_IOC_YIELD, process context, @st current's registration or
+ * NULL. The work was done at the call's entry, where a live grant is seen
+ * (rseq_slice_grant_syscall()): it ended the grant and asked for the
+ * reschedule, which happens on this call's way out. Returns 1 if that
+ * entry ended a live grant, 0 if there was none (never granted, or
+ * revoked first: the "raced" case).
  */
 int rseq_slice_grant_yield(struct rseq_slice_task *st)
 {
-	struct rseq_slice_cpu *c;
-	unsigned long flags;
-	bool held, bad = false;
+	bool yielded;
 
-	local_irq_save(flags);
-	c = this_cpu_ptr(&rseq_slice_cpus);
-	held = c->task == current;
-	if (READ_ONCE(rseq_slice_debug) && st)
-		bad = !rseq_slice_word_ok(READ_ONCE(*st->ctrl), held);
-	if (held)
-		rseq_slice_end(c, RSEQ_SLICE_BY_YIELD);
-	local_irq_restore(flags);
-
-	if (bad)
-		force_sig(SIGSEGV);
-	if (!held)
+	if (!st)
 		return 0;
-	/* The reschedule the grant deferred. */
-	schedule();
-	return 1;
+	/* Only this thread reads or writes its flag. */
+	yielded = st->yielded;
+	st->yielded = false;
+	if (!yielded && READ_ONCE(rseq_slice_debug) &&
+	    !rseq_slice_word_ok(READ_ONCE(*st->ctrl), false))
+		force_sig(SIGSEGV);
+	return yielded;
 }
 
-/* Is this system call RSEQ_SLICE_IOC_YIELD on our device? */
+/*
+ * Is this system call RSEQ_SLICE_IOC_YIELD on our device, from a 64-bit
+ * or a 32-bit (ia32) thread? x32 calls are not recognised: foreign.
+ */
 static bool rseq_slice_syscall_is_yield(struct pt_regs *regs)
 {
+	unsigned long args[6];
 	struct file *file;
+	int nr_ioctl = __NR_ioctl;
 	bool ours;
 
-	if (in_ia32_syscall() || syscall_get_nr(current, regs) != __NR_ioctl ||
-	    (unsigned int)regs->si != RSEQ_SLICE_IOC_YIELD)
+#ifdef CONFIG_IA32_EMULATION
+	if (in_ia32_syscall())
+		nr_ioctl = __NR_ia32_ioctl;
+#endif
+	if (syscall_get_nr(current, regs) != nr_ioctl)
+		return false;
+	syscall_get_arguments(current, regs, args);
+	if ((unsigned int)args[1] != RSEQ_SLICE_IOC_YIELD)
 		return false;
 	/* fget() and fput() do not sleep; fput() defers the final release. */
-	file = fget((unsigned int)regs->di);
+	file = fget((unsigned int)args[0]);
 	if (!file)
 		return false;
 	ours = rseq_slice_file_is_ours(file);
@@ -332,43 +368,51 @@ static bool rseq_slice_syscall_is_yield(struct pt_regs *regs)
 
 /*
  * Entry of a system call while current may hold a grant (its syscall work
- * is set). Preemption disabled, interrupts enabled, process context.
+ * is set), before ptrace, seccomp and audit look at it. Preemption
+ * disabled by the hook, interrupts enabled, process context. The call
+ * itself is never changed: tracers and filters see it as it was made.
  *
- * foreign_syscall=kill (v1): SIGSEGV, and the call is not executed (its
- * number is set to -1, the way ptrace skips a call). foreign_syscall=abort
- * (merged upstream): the grant is revoked, the CPU is relinquished at the
- * next preemption point (at once on preemptible kernels, else at the
- * call's first resched point or its return) and the call runs.
+ * The yield is decided here, once: the grant ends, the deferred
+ * reschedule comes back (at once on preemptible kernels, else on this
+ * call's way out), and the ioctl only reports it. A file swapped under
+ * the descriptor in between (dup2() from another thread) then gets its
+ * ioctl outside any grant.
+ *
+ * Any other call: foreign_syscall=kill (v1) ends the grant and sends
+ * SIGSEGV, delivered before the thread returns to user space (the call
+ * runs first); foreign_syscall=abort (merged upstream) ends the grant,
+ * gives the reschedule back and lets the call run.
  */
 void rseq_slice_grant_syscall(struct pt_regs *regs)
 {
 	struct rseq_slice_cpu *c;
-	bool kill, bad, yield;
+	bool kill = false, bad;
 	unsigned long flags;
+	bool yield;
 
 	yield = rseq_slice_syscall_is_yield(regs);
 
 	local_irq_save(flags);
 	c = this_cpu_ptr(&rseq_slice_cpus);
-	if (c->task != current || yield) {
-		/* Ended already, or the yield: the ioctl ends the grant. */
+	if (c->task != current) {
+		/* Revoked on the way here: nothing to end, nothing to report. */
 		local_irq_restore(flags);
 		return;
 	}
-	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(READ_ONCE(*c->ctrl), true);
-	kill = READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_KILL;
-	if (kill) {
+	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(READ_ONCE(*c->st->ctrl), true);
+	if (yield) {
+		c->st->yielded = true;
+		rseq_slice_end(c, RSEQ_SLICE_BY_YIELD);
+		rseq_slice_resched_current();
+	} else if (READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_KILL) {
+		kill = true;
 		rseq_slice_end(c, RSEQ_SLICE_BY_KILL);
 	} else {
 		rseq_slice_end(c, RSEQ_SLICE_BY_ABORT);
-		set_tsk_need_resched(current);
-		set_preempt_need_resched();
+		rseq_slice_resched_current();
 	}
 	local_irq_restore(flags);
 
-	/* x86-64 keeps the call number in orig_ax; -1 skips the call. */
-	if (kill)
-		regs->orig_ax = -1;
 	if (kill || bad)
 		force_sig(SIGSEGV);
 }

@@ -28,6 +28,7 @@
  */
 #include <linux/ftrace.h>
 #include <linux/kernel.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
@@ -39,8 +40,9 @@
 #include "rseq_slice.h"
 
 static DEFINE_MUTEX(rseq_slice_hooks_mutex);
-static bool rseq_slice_armed;	/* the three hot hooks are registered */
+static bool rseq_slice_armed;	/* the hot hooks are registered */
 static bool rseq_slice_ready;	/* module init finished, unload not begun */
+static bool rseq_slice_stuck;	/* a hook could not be removed: module pinned */
 
 static struct tracepoint *rseq_slice_tp_switch;
 static struct tracepoint *rseq_slice_tp_exit;
@@ -58,21 +60,27 @@ static noinline void notrace rseq_slice_schedule_skipped(void)
 /*
  * schedule() entry, any caller, any task: interrupts and preemption as
  * the caller had them (the exit loop: both enabled), never in interrupt
- * context. Must stay cheap for callers other than the exit loop.
+ * context. Must stay cheap for callers other than the exit loop: the ops
+ * do not ask ftrace for recursion protection (FTRACE_OPS_FL_RECURSION
+ * would route every call through ftrace's assist function first), so
+ * every other caller costs the two inlined compares and nothing else.
+ * Everything after them runs under this hook's own recursion lock.
  */
 static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long parent_ip,
 					     struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	enum rseq_slice_exit kind = rseq_slice_exit_caller(parent_ip);
+	enum rseq_slice_exit kind;
 	int bit;
 
-	if (likely(kind == RSEQ_SLICE_EXIT_OTHER))
+	if (likely(!rseq_slice_exit_maybe(parent_ip)))
 		return;
 	/* Disables preemption: the per-CPU grant stays this CPU's. */
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	if (rseq_slice_grant_at_exit(kind, ftrace_get_regs(fregs)))
+	kind = rseq_slice_exit_caller(parent_ip);
+	if (kind != RSEQ_SLICE_EXIT_OTHER &&
+	    rseq_slice_grant_at_exit(kind, ftrace_get_regs(fregs)))
 		ftrace_regs_set_instruction_pointer(fregs,
 						    (unsigned long)rseq_slice_schedule_skipped);
 	ftrace_test_recursion_unlock(bit);
@@ -80,29 +88,32 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 
 static struct ftrace_ops rseq_slice_schedule_ops = {
 	.func = rseq_slice_schedule_hook,
-	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_RECURSION,
+	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
 };
 
 /*
  * syscall_trace_enter() entry: process context, interrupts enabled, the
  * thread about to run a system call. Reached by threads with any syscall
- * work (seccomp, audit, ptrace, tracepoints), so the first test is cheap.
+ * work (seccomp, audit, ptrace, tracepoints), so the first test is one
+ * per-CPU load: a holder runs on its grant's CPU, so whatever CPU this
+ * reads, only a holder can match itself there.
  */
 static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
 					    struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	int bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	int bit;
 
+	if (likely(rseq_slice_grant_holder() != current))
+		return;
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	if (unlikely(rseq_slice_grant_holder() == current))
-		rseq_slice_grant_syscall(task_pt_regs(current));
+	rseq_slice_grant_syscall(task_pt_regs(current));
 	ftrace_test_recursion_unlock(bit);
 }
 
 static struct ftrace_ops rseq_slice_syscall_ops = {
 	.func = rseq_slice_syscall_hook,
-	.flags = FTRACE_OPS_FL_RECURSION,
 };
 
 /*
@@ -112,18 +123,17 @@ static struct ftrace_ops rseq_slice_syscall_ops = {
 static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long parent_ip,
 					   struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
+	/* Preemption off: a per-CPU grant and an RCU-sched read side. */
 	int bit = ftrace_test_recursion_trylock(ip, parent_ip);
 
 	if (bit < 0)
 		return;
-	if (unlikely(rseq_slice_grant_holder() == current))
-		rseq_slice_grant_signal();
+	rseq_slice_grant_signal();
 	ftrace_test_recursion_unlock(bit);
 }
 
 static struct ftrace_ops rseq_slice_signal_ops = {
 	.func = rseq_slice_signal_hook,
-	.flags = FTRACE_OPS_FL_RECURSION,
 };
 
 /* sched_switch: rq lock held, interrupts disabled. */
@@ -149,21 +159,62 @@ static void notrace rseq_slice_exec_probe(void *data, struct task_struct *p, pid
 	rseq_slice_exit_probe(data, p);
 }
 
+/*
+ * Remove one ftrace hook. If ftrace refuses (it does so only once it has
+ * shut itself down after a bug), the callback may still be called, so
+ * this module's text must stay: pin the module for good and say so. At
+ * unload it is too late to refuse, so wait, retrying, rather than free
+ * text a CPU may still run.
+ */
+static void rseq_slice_unhook(struct ftrace_ops *ops, const char *what)
+{
+	int ret = unregister_ftrace_function(ops);
+
+	if (likely(!ret))
+		return;
+	if (rseq_slice_ready) {
+		pr_err("cannot remove the %s hook (%d); the module stays loaded\n", what, ret);
+		if (!rseq_slice_stuck)
+			__module_get(THIS_MODULE);
+		rseq_slice_stuck = true;
+		return;
+	}
+	pr_err("cannot remove the %s hook (%d); unload waits until it can\n", what, ret);
+	do {
+		schedule_timeout_idle(HZ);
+	} while (unregister_ftrace_function(ops));
+}
+
+static void rseq_slice_unhook_tp(struct tracepoint *tp, void *probe, const char *what)
+{
+	int ret = tracepoint_probe_unregister(tp, probe, NULL);
+
+	/* Only a probe that was never registered fails to go. */
+	if (ret)
+		pr_err("cannot remove the %s probe (%d)\n", what, ret);
+}
+
 static void rseq_slice_disarm(void)
 {
 	/* No new grants from here on... */
-	unregister_ftrace_function(&rseq_slice_schedule_ops);
+	rseq_slice_unhook(&rseq_slice_schedule_ops, "schedule()");
 	/* ...end the running ones, on their CPUs... */
 	rseq_slice_grant_end_all();
 	/* ...then the hooks that only act on a grant can go. */
-	unregister_ftrace_function(&rseq_slice_signal_ops);
-	unregister_ftrace_function(&rseq_slice_syscall_ops);
-	tracepoint_probe_unregister(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
+	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
+	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
+	rseq_slice_unhook_tp(rseq_slice_tp_switch, rseq_slice_switch_probe, "sched_switch");
 	tracepoint_synchronize_unregister();
 	rseq_slice_armed = false;
 }
 
-/* Grants need the hooks that end them: register those first. */
+/*
+ * Grants need the hooks that end them: register those first. schedule()
+ * is where another live patch or IPMODIFY ftrace user (a livepatch of
+ * schedule(), another module like this one) collides: ftrace refuses a
+ * second one with EBUSY, which ENABLE reports as ETXTBSY (the kernel text
+ * is busy) so that it is not mistaken for "enabled with another word".
+ */
 static int rseq_slice_arm(void)
 {
 	int ret;
@@ -178,17 +229,19 @@ static int rseq_slice_arm(void)
 	if (ret)
 		goto err_syscall;
 	ret = register_ftrace_function(&rseq_slice_schedule_ops);
+	if (ret == -EBUSY)
+		ret = -ETXTBSY;
 	if (ret)
 		goto err_signal;
 	rseq_slice_armed = true;
 	return 0;
 
 err_signal:
-	unregister_ftrace_function(&rseq_slice_signal_ops);
+	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
 err_syscall:
-	unregister_ftrace_function(&rseq_slice_syscall_ops);
+	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
 err_switch:
-	tracepoint_probe_unregister(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
+	rseq_slice_unhook_tp(rseq_slice_tp_switch, rseq_slice_switch_probe, "sched_switch");
 	tracepoint_synchronize_unregister();
 	pr_err("cannot register hooks: %d\n", ret);
 	return ret;
@@ -197,6 +250,11 @@ err_switch:
 void rseq_slice_hooks_lock(void)
 {
 	mutex_lock(&rseq_slice_hooks_mutex);
+}
+
+int rseq_slice_hooks_lock_killable(void)
+{
+	return mutex_lock_killable(&rseq_slice_hooks_mutex);
 }
 
 void rseq_slice_hooks_unlock(void)
@@ -214,6 +272,9 @@ int rseq_slice_hooks_sync(void)
 	       atomic_read(&rseq_slice_nr_threads) > 0;
 	if (want == rseq_slice_armed)
 		return 0;
+	/* After a hook refused to go, nothing is registered again. */
+	if (want && rseq_slice_stuck)
+		return -EIO;
 	if (want)
 		return rseq_slice_arm();
 	rseq_slice_disarm();
@@ -238,10 +299,21 @@ void rseq_slice_hooks_release(void)
 		mod_delayed_work(system_wq, &rseq_slice_sync_work, RSEQ_SLICE_IDLE_DELAY);
 }
 
-/* The enabled parameter changed (process context, param lock held). */
-void rseq_slice_hooks_enabled_changed(void)
+/*
+ * The enabled parameter changed (process context, param lock held).
+ * Returns what arming the hooks returned; a fatal signal while waiting
+ * for the lock gives EINTR.
+ */
+int rseq_slice_hooks_enabled_changed(void)
 {
-	rseq_slice_sync_fn(NULL);
+	int ret;
+
+	ret = rseq_slice_hooks_lock_killable();
+	if (ret)
+		return ret;
+	ret = rseq_slice_hooks_sync();
+	rseq_slice_hooks_unlock();
+	return ret;
 }
 
 struct rseq_slice_tp_want {
@@ -337,8 +409,8 @@ void rseq_slice_hooks_exit(void)
 	rseq_slice_hooks_sync();
 	rseq_slice_hooks_unlock();
 
-	tracepoint_probe_unregister(rseq_slice_tp_exec, rseq_slice_exec_probe, NULL);
-	tracepoint_probe_unregister(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
+	rseq_slice_unhook_tp(rseq_slice_tp_exec, rseq_slice_exec_probe, "sched_process_exec");
+	rseq_slice_unhook_tp(rseq_slice_tp_exit, rseq_slice_exit_probe, "sched_process_exit");
 	tracepoint_synchronize_unregister();
 	cancel_delayed_work_sync(&rseq_slice_sync_work);
 

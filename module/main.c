@@ -17,23 +17,40 @@
 static int rseq_slice_enable(const void __user *arg)
 {
 	struct rseq_slice_register reg;
+	struct rseq_slice_task *st;
+	bool added;
 	int ret;
 
 	if (copy_from_user(&reg, arg, sizeof(reg)))
 		return -EFAULT;
 	if (reg.flags || reg.reserved || (reg.ctrl & (sizeof(u32) - 1)))
 		return -EINVAL;
+	/* Checked again under the lock; this only spares a useless pin. */
+	if (!READ_ONCE(rseq_slice_enabled))
+		return -EOPNOTSUPP;
 
-	rseq_slice_hooks_lock();
+	/* The pin may fault for as long as the word's file system likes. */
+	st = rseq_slice_task_prepare(reg.ctrl);
+	if (IS_ERR(st))
+		return PTR_ERR(st);
+
+	/* Held only for the hash update and the hook registration. */
+	ret = rseq_slice_hooks_lock_killable();
+	if (ret) {
+		rseq_slice_task_discard(st);
+		return ret;
+	}
 	if (!READ_ONCE(rseq_slice_enabled)) {
+		rseq_slice_task_discard(st);
 		ret = -EOPNOTSUPP;
 		goto out;
 	}
-	ret = rseq_slice_task_register(reg.ctrl);
+	ret = rseq_slice_task_install(st, &added);
 	if (ret)
 		goto out;
 	ret = rseq_slice_hooks_sync();
-	if (ret)
+	/* A registration this call did not make stays. */
+	if (ret && added)
 		rseq_slice_task_unregister_current();
 out:
 	rseq_slice_hooks_unlock();
@@ -110,7 +127,8 @@ static long rseq_slice_ioctl(struct file *file, unsigned int cmd, unsigned long 
 
 /*
  * .owner makes an open file hold a module reference: unloading the module
- * while the device is open is refused (EBUSY from delete_module).
+ * while the device is open is refused (delete_module() fails with
+ * EWOULDBLOCK).
  */
 static const struct file_operations rseq_slice_fops = {
 	.owner = THIS_MODULE,

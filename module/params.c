@@ -77,9 +77,11 @@ static int enabled_set(const char *val, const struct kernel_param *kp)
 	if (ret)
 		return ret;
 	WRITE_ONCE(rseq_slice_enabled, on);
-	/* Before module init this is only the insmod argument. */
-	rseq_slice_hooks_enabled_changed();
-	return 0;
+	/*
+	 * Before module init this is only the insmod argument. If the hooks
+	 * cannot be armed the value stays: the next ENABLE tries again.
+	 */
+	return rseq_slice_hooks_enabled_changed();
 }
 
 static const struct kernel_param_ops enabled_ops = {

@@ -74,6 +74,18 @@ enum rseq_slice_exit {
 int rseq_slice_symbols_init(void);
 unsigned long rseq_slice_symbol(const char *name);
 enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip);
+extern unsigned long rseq_slice_exit_lo, rseq_slice_exit_hi;
+
+/*
+ * The schedule() hook's first test, on every call of schedule() in the
+ * system: can the caller be an exit-to-user path at all? Inline and
+ * notrace, because it runs before the hook's recursion protection.
+ */
+static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
+{
+	return parent_ip >= rseq_slice_exit_lo && parent_ip < rseq_slice_exit_hi;
+}
+
 enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind, struct pt_regs *regs);
 
 /* task.c */
@@ -84,13 +96,17 @@ struct rseq_slice_task {
 	u32 *ctrl;			/* the control word, kernel mapping */
 	struct page *page;		/* its page, pinned */
 	struct user_struct *user;	/* charged one page, or NULL */
+	bool yielded;			/* syscall entry ended a grant for a yield */
 	struct llist_node free_node;
 	struct rcu_head rcu;
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
-int rseq_slice_task_register(u64 uaddr);
+struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr);
+void rseq_slice_task_discard(struct rseq_slice_task *st);
+int rseq_slice_task_install(struct rseq_slice_task *st, bool *added);
 bool rseq_slice_task_unregister_current(void);
+void rseq_slice_task_clear_request(struct task_struct *task);
 void rseq_slice_task_unregister_all(void);
 void rseq_slice_task_flush(void);
 
@@ -112,15 +128,17 @@ bool rseq_slice_grant_end_current(enum rseq_slice_end why);
 void rseq_slice_grant_end_all(void);
 int rseq_slice_grant_yield(struct rseq_slice_task *st);
 struct task_struct *rseq_slice_grant_holder(void);
+void rseq_slice_resched_current(void);
 
 /* hooks.c */
 int rseq_slice_hooks_init(void);
 void rseq_slice_hooks_exit(void);
 void rseq_slice_hooks_lock(void);
 void rseq_slice_hooks_unlock(void);
+int rseq_slice_hooks_lock_killable(void);
 int rseq_slice_hooks_sync(void);
 void rseq_slice_hooks_release(void);
-void rseq_slice_hooks_enabled_changed(void);
+int rseq_slice_hooks_enabled_changed(void);
 
 /* main.c */
 bool rseq_slice_file_is_ours(struct file *file);

@@ -46,8 +46,12 @@ static const struct {
 
 static struct rseq_slice_range rseq_slice_ranges[ARRAY_SIZE(rseq_slice_exit_funcs)];
 static unsigned int rseq_slice_nr_ranges;
-/* The smallest interval holding every range: the fast reject. */
-static unsigned long rseq_slice_lo, rseq_slice_hi;
+/*
+ * The smallest interval holding every range: the fast reject, inlined
+ * into the schedule() hook (rseq_slice_exit_maybe()). Written once at
+ * load time, before any hook is registered.
+ */
+unsigned long rseq_slice_exit_lo, rseq_slice_exit_hi;
 
 static unsigned long (*rseq_slice_lookup_name)(const char *name);
 static int (*rseq_slice_lookup_size_offset)(unsigned long addr, unsigned long *size,
@@ -91,7 +95,7 @@ int rseq_slice_symbols_init(void)
 		return ret;
 	}
 
-	rseq_slice_lo = ULONG_MAX;
+	rseq_slice_exit_lo = ULONG_MAX;
 	for (i = 0; i < ARRAY_SIZE(rseq_slice_exit_funcs); i++) {
 		addr = rseq_slice_lookup_name(rseq_slice_exit_funcs[i].name);
 		if (!addr || !rseq_slice_lookup_size_offset(addr, &size, &offset) || offset)
@@ -101,8 +105,8 @@ int rseq_slice_symbols_init(void)
 			.end = addr + size,
 			.kind = rseq_slice_exit_funcs[i].kind,
 		};
-		rseq_slice_lo = min(rseq_slice_lo, addr);
-		rseq_slice_hi = max(rseq_slice_hi, addr + size);
+		rseq_slice_exit_lo = min(rseq_slice_exit_lo, addr);
+		rseq_slice_exit_hi = max(rseq_slice_exit_hi, addr + size);
 		if (rseq_slice_exit_funcs[i].kind == RSEQ_SLICE_EXIT_IRQ)
 			irq = true;
 		else
@@ -119,7 +123,7 @@ static enum rseq_slice_exit rseq_slice_range_kind(unsigned long addr)
 {
 	unsigned int i;
 
-	if (addr < rseq_slice_lo || addr >= rseq_slice_hi)
+	if (!rseq_slice_exit_maybe(addr))
 		return RSEQ_SLICE_EXIT_OTHER;
 	for (i = 0; i < rseq_slice_nr_ranges; i++) {
 		if (addr >= rseq_slice_ranges[i].start && addr < rseq_slice_ranges[i].end)
@@ -128,7 +132,7 @@ static enum rseq_slice_exit rseq_slice_range_kind(unsigned long addr)
 	return RSEQ_SLICE_EXIT_OTHER;
 }
 
-/* Cheap first test of the schedule() hook: is the caller an exit path? */
+/* Which exit path, if any, @parent_ip (a caller of schedule()) is in. */
 enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip)
 {
 	return rseq_slice_range_kind(parent_ip);

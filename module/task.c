@@ -102,25 +102,37 @@ void rseq_slice_task_flush(void)
 }
 
 /*
- * Process context, may sleep. Returns 0 or a negative errno as the ABI
- * documents. The caller serializes against hook (un)registration.
+ * Unpin, uncharge and free a registration that never made it into the
+ * hash. Process context, may sleep.
  */
-int rseq_slice_task_register(u64 uaddr)
+void rseq_slice_task_discard(struct rseq_slice_task *st)
+{
+	unpin_user_page(st->page);
+	atomic_dec(&rseq_slice_nr_pinned);
+	if (st->user) {
+		atomic_long_dec(&st->user->locked_vm);
+		free_uid(st->user);
+	}
+	kfree(st);
+}
+
+/*
+ * ENABLE's first half: allocate, charge and pin a registration of the
+ * control word at @uaddr for current, not yet in the hash. Process
+ * context, may sleep, and is called with no lock held: the pin may fault
+ * on a file system that takes as long as it likes (FUSE, NFS), and that
+ * wait must hold up nobody but this thread. The fault is killable.
+ * Returns the registration or an ERR_PTR() of the ABI's errno.
+ */
+struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 {
 	struct rseq_slice_task *st;
 	struct page *page;
 	int ret;
 
-	/* Only this task adds or removes its own entry: st stays valid. */
-	rcu_read_lock();
-	st = rseq_slice_task_find(current);
-	rcu_read_unlock();
-	if (st)
-		return st->uaddr == uaddr ? 0 : -EBUSY;
-
 	st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
 	if (!st)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 
 	if (!capable(CAP_IPC_LOCK)) {
 		st->user = get_uid(current_user());
@@ -155,12 +167,7 @@ int rseq_slice_task_register(u64 uaddr)
 	st->uaddr = uaddr;
 	st->page = page;
 	st->ctrl = page_address(page) + offset_in_page(uaddr);
-
-	spin_lock(&rseq_slice_tasks_lock);
-	hash_add_rcu(rseq_slice_tasks, &st->node, (unsigned long)current);
-	spin_unlock(&rseq_slice_tasks_lock);
-	atomic_inc(&rseq_slice_nr_threads);
-	return 0;
+	return st;
 
 err_charge:
 	if (st->user)
@@ -169,30 +176,104 @@ err_user:
 	if (st->user)
 		free_uid(st->user);
 	kfree(st);
-	return ret;
+	return ERR_PTR(ret);
+}
+
+/*
+ * ENABLE's second half: make @st (from rseq_slice_task_prepare()) current's
+ * registration. Process context; never sleeps inside the hash lock.
+ * Consumes @st. Sets *@added if current had no registration before.
+ *
+ * Enabling the same address again re-validates it: if the address now
+ * maps another page than the pinned one (munmap() and a new mapping,
+ * MADV_DONTNEED, mremap()), the registration moves to the new page and
+ * the old one is unpinned; the kernel would otherwise go on writing a
+ * page the thread no longer sees.
+ */
+int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
+{
+	struct rseq_slice_task *old;
+
+	*added = false;
+	spin_lock(&rseq_slice_tasks_lock);
+	old = rseq_slice_task_find(current);
+	if (!old) {
+		hash_add_rcu(rseq_slice_tasks, &st->node, (unsigned long)current);
+		spin_unlock(&rseq_slice_tasks_lock);
+		atomic_inc(&rseq_slice_nr_threads);
+		*added = true;
+		return 0;
+	}
+	if (old->uaddr != st->uaddr || old->page == st->page) {
+		int ret = old->uaddr == st->uaddr ? 0 : -EBUSY;
+
+		spin_unlock(&rseq_slice_tasks_lock);
+		rseq_slice_task_discard(st);
+		return ret;
+	}
+	/*
+	 * A grant refers to the old registration (none should run: ENABLE
+	 * is a system call, and the entry hook ended it). The lock keeps
+	 * preemption off, so this thread's own sched_switch probe, the only
+	 * other reader of its entry, cannot run in between.
+	 */
+	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
+	hlist_replace_rcu(&old->node, &st->node);
+	spin_unlock(&rseq_slice_tasks_lock);
+	/* rseq_slice_task_free() counts the old one out. */
+	atomic_inc(&rseq_slice_nr_threads);
+	rseq_slice_task_free(old);
+	return 0;
 }
 
 /*
  * Drop the current task's registration, if any: DISABLE, exit, exec.
  * Any context of the task itself, including with preemption disabled
  * (tracepoints); never sleeps. Returns true if there was one.
+ *
+ * Every exit and exec in the system comes here while the module is
+ * loaded and anybody is registered, so the lookup is lockless: only the
+ * task itself adds or removes its entry, so what it finds (or does not
+ * find) cannot change under it. Only a registered thread takes the lock.
  */
 bool rseq_slice_task_unregister_current(void)
 {
 	struct rseq_slice_task *st;
 
-	spin_lock(&rseq_slice_tasks_lock);
+	rcu_read_lock();
 	st = rseq_slice_task_find(current);
-	if (st)
-		hash_del_rcu(&st->node);
-	spin_unlock(&rseq_slice_tasks_lock);
-	if (!st)
+	rcu_read_unlock();
+	if (likely(!st))
 		return false;
+
+	spin_lock(&rseq_slice_tasks_lock);
+	hash_del_rcu(&st->node);
+	spin_unlock(&rseq_slice_tasks_lock);
 
 	/* A grant refers to the control word: end it before the unpin. */
 	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
 	rseq_slice_task_free(st);
 	return true;
+}
+
+/*
+ * @task, current on this CPU, is being switched out or is about to run a
+ * signal handler: a REQUEST still set is cleared, so that the critical
+ * section reads "interrupted". Interrupts or preemption disabled (an
+ * RCU-sched read side); the word is written through the kernel mapping,
+ * from the CPU the thread runs on while it is in the kernel. Written only
+ * when set, so a thread that is not in a section is not dirtied.
+ */
+void rseq_slice_task_clear_request(struct task_struct *task)
+{
+	struct rseq_slice_task *st = rseq_slice_task_find(task);
+	u32 word;
+
+	if (likely(!st))
+		return;
+	word = READ_ONCE(*st->ctrl);
+	if (word & RSEQ_SLICE_EXT_REQUEST)
+		WRITE_ONCE(*st->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
 }
 
 /*

@@ -45,6 +45,8 @@ run root ./fuzz_test
 run user ./fuzz_test
 run root ./churn_test
 run user ./churn_test
+run root ./hardening_test
+run user ./hardening_test
 run user ./device_test
 run root ./device_test
 run root ./stress_test

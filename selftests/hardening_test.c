@@ -1,0 +1,875 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What real programs do around a critical section, and what the module
+ * must get right for them (README, "Semantics" 3, 5, 6 and "Decisions"):
+ * signals while REQUEST is set (profilers, runtimes), REQUEST cleared by
+ * every switch-out, tracers and seccomp seeing every call as made, a
+ * registration whose page was replaced, and the yield through another
+ * descriptor of the device.
+ *
+ * Every test that needs an event (a signal landing in a section, a
+ * switch while REQUEST is set, a grant) runs until it has seen it enough
+ * times, within a generous bound, so that a loaded host cannot turn it
+ * red; the bound failing is a failure, never a pass.
+ */
+#include "slice_util.h"
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/time.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+
+#define MS		1000000ULL
+/* The bound on waiting for enough events, and on any one wait. */
+#define EVENT_BOUND_NS	(120000 * MS)
+#define PG		4096
+
+static inline uint32_t ld(const uint32_t *w)
+{
+	return __atomic_load_n(w, __ATOMIC_RELAXED);
+}
+
+static inline void st(uint32_t *w, uint32_t v)
+{
+	__atomic_store_n(w, v, __ATOMIC_RELAXED);
+}
+
+/* Set REQUEST, spin until the kernel changes the word or @ns pass. */
+static uint32_t request_wait(uint32_t *w, uint64_t ns)
+{
+	uint64_t end = tsc_ns() + ns;
+	uint32_t v;
+
+	st(w, RSEQ_SLICE_EXT_REQUEST);
+	while ((v = ld(w)) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+		;
+	return v;
+}
+
+/* Request until granted, within the bound: true if the thread holds one. */
+static bool get_grant(uint32_t *w)
+{
+	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+
+	while (tsc_ns() < end) {
+		if (request_wait(w, 200 * MS) == RSEQ_SLICE_EXT_GRANTED)
+			return true;
+	}
+	st(w, 0);
+	return false;
+}
+
+static void param_restore(const char *name, const char *val)
+{
+	if (is_root())
+		slice_param_set(name, val);
+}
+
+/*
+ * Tests without state of their own: a fixture only for the longer
+ * timeout (TEST() has the harness's 30 s). Whatever a test sets is put
+ * back here, even when an assertion ended it early.
+ */
+FIXTURE(hard)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(hard)
+{
+	tsc_calibrate();
+}
+
+FIXTURE_TEARDOWN(hard)
+{
+	param_restore("foreign_syscall", "kill");
+}
+
+/* --- signals while REQUEST is set ---------------------------------------- */
+
+/*
+ * A thread in a begin/spin/end loop takes a timer signal every 1 ms. The
+ * handler is not the critical section: it must find REQUEST and GRANTED
+ * clear, and it returns at once if it ever sees GRANTED (a handler that
+ * was granted would end with rt_sigreturn, a foreign call). Under the
+ * default foreign_syscall=kill a grant given to a handler kills the
+ * process; the test runs in a child and checks it survives.
+ */
+struct sig_counts {
+	unsigned long signals, req_in_handler, grant_in_handler;
+	unsigned long success, scheduled, yielded, raced, sections;
+};
+
+static struct sig_counts *sigc;
+
+static void sig_handler(int sig)
+{
+	uint64_t end = tsc_ns() + 20000;
+	uint32_t w = slice_word();
+
+	sigc->signals++;
+	if (w & RSEQ_SLICE_EXT_REQUEST)
+		sigc->req_in_handler++;
+	/* Spin a little, as a profiler's handler does: a grant would show. */
+	while (tsc_ns() < end) {
+		if (slice_word() & RSEQ_SLICE_EXT_GRANTED) {
+			sigc->grant_in_handler++;
+			return;
+		}
+	}
+}
+
+static int sig_child(int which, struct sig_counts *c)
+{
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	int sig = which == ITIMER_PROF ? SIGPROF : SIGALRM;
+	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	struct sigaction sa = { .sa_handler = sig_handler };
+	struct noise noise;
+	sigset_t set;
+
+	sigc = c;
+	if (pin_self(slice_test_cpu()) || slice_enable_self())
+		return 20;
+	/* The noise thread inherits a mask that keeps the signal off it. */
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (noise_start(&noise, slice_test_cpu(), 2000, 50000))
+		return 21;
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	sigaction(sig, &sa, NULL);
+	if (setitimer(which, &it, NULL))
+		return 22;
+	/* Enough signals inside sections, and grants alongside them. */
+	while ((c->signals < 2000 || c->yielded < 20) && tsc_ns() < end) {
+		rseq_slice_begin(&slice_self);
+		busy_wait_ns(5000);
+		switch (rseq_slice_end(&slice_self)) {
+		case RSEQ_SLICE_END_SUCCESS:
+			c->success++;
+			break;
+		case RSEQ_SLICE_END_SCHEDULED:
+			c->scheduled++;
+			break;
+		case RSEQ_SLICE_END_YIELDED:
+			c->yielded++;
+			break;
+		case RSEQ_SLICE_END_RACED:
+			c->raced++;
+			break;
+		default:
+			return 23;
+		}
+		c->sections++;
+	}
+	it = (struct itimerval){ };
+	setitimer(which, &it, NULL);
+	noise_stop(&noise);
+	return 0;
+}
+
+static void signal_storm(struct __test_metadata *_metadata, int which)
+{
+	struct sig_counts *c = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, c);
+	tsc_calibrate();
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(sig_child(which, c));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ksft_print_msg("%lu signals, %lu sections: %lu success, %lu scheduled, %lu yielded, %lu raced; handler saw REQUEST %lu, GRANTED %lu\n",
+		       c->signals, c->sections, c->success, c->scheduled, c->yielded,
+		       c->raced, c->req_in_handler, c->grant_in_handler);
+	ASSERT_TRUE(WIFEXITED(status)) {
+		TH_LOG("the program died: status %#x (signal %d)", status,
+		       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, c->req_in_handler);
+	EXPECT_EQ(0, c->grant_in_handler);
+	EXPECT_LE(2000, c->signals);
+	EXPECT_LE(20, c->yielded);
+	EXPECT_EQ(c->sections, c->success + c->scheduled + c->yielded + c->raced);
+	munmap(c, PG);
+}
+
+TEST_F_TIMEOUT(hard, sigalrm_1khz_in_sections, 300)
+{
+	signal_storm(_metadata, ITIMER_REAL);
+}
+
+TEST_F_TIMEOUT(hard, itimer_prof_1khz_in_sections, 300)
+{
+	signal_storm(_metadata, ITIMER_PROF);
+}
+
+/* --- REQUEST cleared by every switch-out -------------------------------- */
+
+/*
+ * A witness thread on the same CPU counts its runs. If its count moved
+ * while this thread had REQUEST set (both reads after the store, in
+ * program order on this CPU), this thread was switched out in between,
+ * and the kernel must have cleared REQUEST.
+ */
+struct witness {
+	pthread_t thread;
+	volatile bool stop;
+	volatile unsigned long runs;
+	int mode;		/* 0: wake every 50 us; 1: read a pipe */
+	int pipefd[2];
+};
+
+static void *witness_fn(void *arg)
+{
+	struct witness *w = arg;
+	struct timespec ts = { .tv_nsec = 50000 };
+	char c;
+
+	pin_self(slice_test_cpu());
+	while (!w->stop) {
+		if (w->mode == 1) {
+			if (read(w->pipefd[0], &c, 1) != 1)
+				break;
+		} else {
+			nanosleep(&ts, NULL);
+		}
+		w->runs++;
+	}
+	return NULL;
+}
+
+static int witness_start(struct witness *w, int mode)
+{
+	w->stop = false;
+	w->runs = 0;
+	w->mode = mode;
+	if (mode == 1 && pipe(w->pipefd))
+		return -1;
+	return pthread_create(&w->thread, NULL, witness_fn, w);
+}
+
+static void witness_stop(struct witness *w)
+{
+	w->stop = true;
+	if (w->mode == 1 && write(w->pipefd[1], "q", 1) != 1)
+		return;
+	pthread_join(w->thread, NULL);
+	if (w->mode == 1) {
+		close(w->pipefd[0]);
+		close(w->pipefd[1]);
+	}
+}
+
+/*
+ * An interrupt may grant in the instructions between the store of
+ * REQUEST and the system call; the call is then foreign, and under kill
+ * it runs and SIGSEGV follows. Such rounds are caught and not counted.
+ */
+static volatile int foreign_kills;
+
+static void count_kill(int sig)
+{
+	foreign_kills++;
+}
+
+/* A GRANTED seen (an interrupt came first): end it by the protocol. */
+static void drop_grant(void)
+{
+	if (slice_word() & RSEQ_SLICE_EXT_GRANTED)
+		slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
+	st(&slice_self.ctrl, 0);
+}
+
+FIXTURE(switchout)
+{
+	struct witness w;
+	char *buf;
+	int zero;
+};
+
+FIXTURE_SETUP(switchout)
+{
+	struct sigaction sa = { .sa_handler = count_kill };
+
+	ASSERT_EQ(0, sigaction(SIGSEGV, &sa, NULL));
+	ASSERT_EQ(0, pin_self(slice_test_cpu()));
+	ASSERT_EQ(0, slice_enable_self());
+	self->buf = malloc(1 << 20);
+	ASSERT_NE(NULL, self->buf);
+	self->zero = open("/dev/zero", O_RDONLY);
+	ASSERT_LE(0, self->zero);
+	tsc_calibrate();
+}
+
+FIXTURE_TEARDOWN(switchout)
+{
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+	close(self->zero);
+	free(self->buf);
+}
+
+/*
+ * A long system call with REQUEST set: read() of /dev/zero clears 1 MB
+ * in the kernel, with a witness waking every 50 us on this CPU. The
+ * thread is preempted inside the call (preempt=full), at its resched
+ * points (voluntary) or on its return (none): each is a switch-out.
+ */
+TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
+{
+	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	int switched = 0, kept = 0, rounds = 0;
+
+	ASSERT_EQ(0, witness_start(&self->w, 0));
+	while (switched < 50 && tsc_ns() < end) {
+		int k = foreign_kills;
+		unsigned long r0, r1;
+		uint32_t v;
+
+		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		r0 = self->w.runs;
+		if (read(self->zero, self->buf, 1 << 20) != 1 << 20)
+			break;
+		r1 = self->w.runs;
+		v = slice_word();
+		rounds++;
+		if (r1 != r0 && k == foreign_kills) {
+			switched++;
+			if (v & RSEQ_SLICE_EXT_REQUEST)
+				kept++;
+		}
+		drop_grant();
+	}
+	witness_stop(&self->w);
+	ksft_print_msg("%d calls, %d switched out with REQUEST set, %d kept it\n",
+		       rounds, switched, kept);
+	EXPECT_LE(50, switched);
+	EXPECT_EQ(0, kept);
+}
+
+/*
+ * A system call whose return reschedules: write() wakes a reader on this
+ * CPU, which then runs before write() returns to user space (on the
+ * call's way out, or inside it on preemptible kernels).
+ */
+TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
+{
+	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	int switched = 0, kept = 0, rounds = 0;
+
+	ASSERT_EQ(0, witness_start(&self->w, 1));
+	while (switched < 50 && tsc_ns() < end) {
+		int k = foreign_kills;
+		unsigned long r0, r1;
+		uint32_t v;
+
+		/* Let the reader block in read() first. */
+		busy_wait_ns(200000);
+		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		r0 = self->w.runs;
+		if (write(self->w.pipefd[1], "x", 1) != 1)
+			break;
+		r1 = self->w.runs;
+		v = slice_word();
+		rounds++;
+		if (r1 != r0 && k == foreign_kills) {
+			switched++;
+			if (v & RSEQ_SLICE_EXT_REQUEST)
+				kept++;
+		}
+		drop_grant();
+	}
+	witness_stop(&self->w);
+	ksft_print_msg("%d writes, %d switched out with REQUEST set, %d kept it\n",
+		       rounds, switched, kept);
+	EXPECT_LE(50, switched);
+	EXPECT_EQ(0, kept);
+}
+
+/*
+ * A page fault that blocks: the page is registered with userfaultfd (user
+ * faults only, which needs no privilege), and a handler thread on the
+ * other CPU resolves each fault only after it has seen it, so the
+ * faulting thread sleeps in the fault every time.
+ */
+struct uffd_ctx {
+	int uffd;
+	char *area;
+	size_t len;
+	volatile unsigned long served;
+	volatile bool stop;
+};
+
+static void *uffd_fn(void *arg)
+{
+	struct uffd_ctx *u = arg;
+	static char page[PG] __attribute__((aligned(PG)));
+
+	pin_self(0);
+	while (!u->stop) {
+		struct pollfd pfd = { .fd = u->uffd, .events = POLLIN };
+		struct uffd_msg msg;
+		struct uffdio_copy copy;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		if (read(u->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		copy = (struct uffdio_copy){
+			.dst = msg.arg.pagefault.address & ~(PG - 1ULL),
+			.src = (uintptr_t)page,
+			.len = PG,
+		};
+		u->served++;
+		ioctl(u->uffd, UFFDIO_COPY, &copy);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(switchout, blocking_page_fault, 300)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	struct uffd_ctx u = { .len = 256 * PG };
+	int faults = 0, kept = 0;
+	pthread_t t;
+	size_t i;
+
+	u.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	if (u.uffd < 0)
+		u.uffd = syscall(__NR_userfaultfd, O_CLOEXEC);
+	if (u.uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(u.uffd, UFFDIO_API, &api));
+	u.area = mmap(NULL, u.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, u.area);
+	reg = (struct uffdio_register){
+		.range = { .start = (uintptr_t)u.area, .len = u.len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	ASSERT_EQ(0, ioctl(u.uffd, UFFDIO_REGISTER, &reg));
+	ASSERT_EQ(0, pthread_create(&t, NULL, uffd_fn, &u));
+
+	for (i = 0; i < u.len / PG; i++) {
+		unsigned long s0 = u.served;
+		uint32_t v;
+
+		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		/* The fault sleeps until the handler has read it. */
+		(void)*(volatile char *)(u.area + i * PG);
+		v = slice_word();
+		if (u.served != s0) {
+			faults++;
+			if (v & RSEQ_SLICE_EXT_REQUEST)
+				kept++;
+		}
+		drop_grant();
+	}
+	u.stop = true;
+	pthread_join(t, NULL);
+	close(u.uffd);
+	munmap(u.area, u.len);
+	ksft_print_msg("%d blocking faults with REQUEST set, %d kept it\n", faults, kept);
+	EXPECT_LE(200, faults);
+	EXPECT_EQ(0, kept);
+}
+
+/* --- tracers and seccomp see the call as made ---------------------------- */
+
+/*
+ * A child that is granted and then makes one foreign call, getppid():
+ * what the tracer, the filter and the parent then see. Returns the
+ * child's wait status. @setup runs in the child before the grant.
+ */
+struct foreign_seen {
+	volatile int granted;
+	volatile long ret;
+	volatile int err;
+};
+
+static pid_t foreign_child(struct foreign_seen *s, int (*setup)(void), bool traced)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	if (traced) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0))
+			_exit(40);
+		raise(SIGSTOP);
+	}
+	if (pin_self(slice_test_cpu()) || slice_enable_self())
+		_exit(41);
+	{
+		struct noise n;
+
+		if (noise_start(&n, slice_test_cpu(), 2000, 50000))
+			_exit(42);
+		if (setup && setup())
+			_exit(43);
+		if (!get_grant(&slice_self.ctrl))
+			_exit(44);
+		s->granted = 1;
+		s->ret = syscall(SYS_getppid);
+		s->err = errno;
+		_exit(0);
+	}
+}
+
+static int strict_mode(void)
+{
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT);
+}
+
+/* getppid() fails with errno 77: only a filter that saw the call does it. */
+static int getppid_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 77),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static struct foreign_seen *shared_seen(void)
+{
+	struct foreign_seen *s = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return s == MAP_FAILED ? NULL : s;
+}
+
+static bool foreign_is(const char *mode)
+{
+	char buf[16];
+
+	return !slice_param_get("foreign_syscall", buf, sizeof(buf)) && !strcmp(buf, mode);
+}
+
+/*
+ * Strict seccomp allows getppid()? No: it allows only read, write, exit
+ * and sigreturn, so it kills on getppid() whatever the module does. The
+ * call it must see is write(): with the old rewrite of the call number
+ * to -1, strict mode SIGKILLed instead of letting the write run.
+ */
+static pid_t strict_child(struct foreign_seen *s, int fd)
+{
+	pid_t pid = fork();
+	struct noise n;
+
+	if (pid)
+		return pid;
+	if (pin_self(slice_test_cpu()) || slice_enable_self())
+		_exit(41);
+	if (noise_start(&n, slice_test_cpu(), 2000, 50000))
+		_exit(42);
+	if (strict_mode())
+		_exit(43);
+	if (!get_grant(&slice_self.ctrl))
+		n.stop = true;
+	else
+		s->granted = 1;
+	if (s->granted)
+		s->ret = write(fd, "x", 1);
+	/*
+	 * Strict mode allows this thread only read, write, exit and
+	 * sigreturn: it exits alone, and the noise thread, told to stop,
+	 * ends the process.
+	 */
+	n.stop = true;
+	syscall(SYS_exit, 0);
+	_exit(45);
+}
+
+TEST_F_TIMEOUT(hard, seccomp_strict_sees_the_call, 300)
+{
+	struct foreign_seen *s = shared_seen();
+	int p[2], status, n = 0;
+	bool kill = foreign_is("kill");
+	pid_t pid;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, pipe(p));
+	tsc_calibrate();
+	pid = strict_child(s, p[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(1, s->granted) {
+		TH_LOG("no grant: status %#x", status);
+	}
+	ioctl(p[0], FIONREAD, &n);
+	/* The write ran, under both settings. */
+	EXPECT_EQ(1, n);
+	if (kill) {
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) {
+			TH_LOG("status %#x: killed by %d, not SIGSEGV", status,
+			       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		}
+	} else {
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	close(p[0]);
+	close(p[1]);
+}
+
+TEST_F_TIMEOUT(hard, seccomp_filter_sees_the_call, 300)
+{
+	struct foreign_seen *s = shared_seen();
+	int status;
+	pid_t pid;
+
+	if (!is_root())
+		SKIP(return, "needs root to set foreign_syscall=abort");
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	tsc_calibrate();
+	pid = foreign_child(s, getppid_filter, false);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	param_restore("foreign_syscall", "kill");
+	ASSERT_EQ(1, s->granted) {
+		TH_LOG("no grant: status %#x", status);
+	}
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* The filter matched getppid: it saw the real number, not -1. */
+	EXPECT_EQ(-1, s->ret);
+	EXPECT_EQ(77, s->err);
+}
+
+/*
+ * A tracer stops the child at every system call entry: the getppid()
+ * made inside the grant must reach it as getppid (orig_rax), and a
+ * tracer must never see the -1 the module used to write there.
+ */
+TEST_F_TIMEOUT(hard, ptrace_sees_the_call, 300)
+{
+	struct foreign_seen *s = shared_seen();
+	int status, entries = 0, minus_one = 0, getppids = 0, sig = 0;
+	bool in_call = false;
+	pid_t pid;
+
+	ASSERT_NE(NULL, s);
+	tsc_calibrate();
+	pid = foreign_child(s, NULL, true);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSTOPPED(status));
+	ASSERT_EQ(0, ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD));
+	for (;;) {
+		struct user_regs_struct regs;
+
+		ASSERT_EQ(0, ptrace(PTRACE_SYSCALL, pid, 0, sig));
+		sig = 0;
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			break;
+		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			/* A signal for the child: pass it on. */
+			sig = WSTOPSIG(status);
+			continue;
+		}
+		in_call = !in_call;
+		if (!in_call)
+			continue;
+		ASSERT_EQ(0, ptrace(PTRACE_GETREGS, pid, 0, &regs));
+		entries++;
+		if ((long)regs.orig_rax == -1)
+			minus_one++;
+		if (regs.orig_rax == SYS_getppid && s->granted)
+			getppids++;
+	}
+	ksft_print_msg("%d entries traced, %d getppid after the grant, %d as -1; status %#x\n",
+		       entries, getppids, minus_one, status);
+	ASSERT_EQ(1, s->granted);
+	EXPECT_EQ(1, getppids);
+	EXPECT_EQ(0, minus_one);
+}
+
+/* --- a registration whose page was replaced ------------------------------ */
+
+/* Grants answered on @w within the bound: true if one came. */
+static bool granted_on(uint32_t *w, int fd)
+{
+	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+
+	while (tsc_ns() < end) {
+		uint32_t v = request_wait(w, 200 * MS);
+
+		if (v == RSEQ_SLICE_EXT_GRANTED) {
+			slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD);
+			st(w, 0);
+			return true;
+		}
+	}
+	st(w, 0);
+	return false;
+}
+
+FIXTURE(remap)
+{
+	struct noise noise;
+	int fd;
+	uint32_t *w;
+};
+
+FIXTURE_SETUP(remap)
+{
+	ASSERT_EQ(0, pin_self(slice_test_cpu()));
+	self->fd = slice_open();
+	ASSERT_LE(0, self->fd);
+	self->w = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->w);
+	ASSERT_EQ(0, noise_start(&self->noise, slice_test_cpu(), 2000, 50000));
+	ASSERT_EQ(0, slice_enable_word(self->fd, self->w));
+	ASSERT_TRUE(granted_on(self->w, self->fd));
+}
+
+FIXTURE_TEARDOWN(remap)
+{
+	slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE);
+	noise_stop(&self->noise);
+	munmap(self->w, PG);
+	close(self->fd);
+}
+
+/*
+ * After the page under the word is replaced, the kernel still writes the
+ * page it pinned; ENABLE of the same address moves the registration to
+ * the page the thread now sees (README, "Decisions"), and grants come
+ * back. One page stays pinned for the thread throughout.
+ */
+static void replaced_then_reenabled(struct __test_metadata *_metadata,
+				    FIXTURE_DATA(remap) *self)
+{
+	long long p0 = slice_stat("pinned"), t, p;
+
+	/* The old page gets the kernel's writes: the word sees none. */
+	EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, request_wait(self->w, 50 * MS));
+	st(self->w, 0);
+	EXPECT_EQ(0, slice_enable_word(self->fd, self->w));
+	EXPECT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
+	EXPECT_TRUE(granted_on(self->w, self->fd));
+	if (p0 >= 0) {
+		EXPECT_TRUE(slice_stats_settle(slice_stat("threads"), p0, &t, &p));
+		EXPECT_EQ(p0, p);
+	}
+}
+
+TEST_F_TIMEOUT(remap, munmap_and_new_mapping, 300)
+{
+	void *again;
+
+	ASSERT_EQ(0, munmap(self->w, PG));
+	again = mmap(self->w, PG, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ASSERT_EQ((void *)self->w, again);
+	replaced_then_reenabled(_metadata, self);
+}
+
+TEST_F_TIMEOUT(remap, madv_dontneed, 300)
+{
+	ASSERT_EQ(0, madvise(self->w, PG, MADV_DONTNEED));
+	replaced_then_reenabled(_metadata, self);
+}
+
+/* --- the yield, decided once --------------------------------------------- */
+
+/*
+ * The yield is recognised at system call entry by the file behind the
+ * descriptor, so any descriptor of the device works (a dup), and an
+ * ioctl with the yield's number on another file is a foreign call.
+ */
+TEST_F_TIMEOUT(hard, yield_through_a_dup, 300)
+{
+	struct noise n;
+	int fd, dupfd, i, live = 0;
+
+	ASSERT_EQ(0, pin_self(slice_test_cpu()));
+	ASSERT_EQ(0, slice_enable_self());
+	fd = slice_self.fd;
+	dupfd = dup(fd);
+	ASSERT_LE(0, dupfd);
+	ASSERT_EQ(0, noise_start(&n, slice_test_cpu(), 2000, 50000));
+	tsc_calibrate();
+	for (i = 0; i < 200 && live < 5; i++) {
+		int ret;
+
+		ASSERT_TRUE(get_grant(&slice_self.ctrl));
+		ret = slice_ioctl(dupfd, RSEQ_SLICE_IOC_YIELD);
+		EXPECT_EQ(0, slice_word());
+		if (ret == 1)
+			live++;
+		else
+			EXPECT_EQ(0, ret);
+	}
+	noise_stop(&n);
+	EXPECT_EQ(5, live);
+	slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE);
+	close(dupfd);
+}
+
+TEST_F_TIMEOUT(hard, yield_number_on_another_file_is_foreign, 300)
+{
+	struct foreign_seen *s = shared_seen();
+	long long a, y;
+	int status;
+	pid_t pid;
+
+	if (!is_root())
+		SKIP(return, "needs root to set foreign_syscall=abort");
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	a = slice_stat("sabort");
+	y = slice_stat("syield");
+
+	tsc_calibrate();
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int null = open("/dev/null", O_RDONLY);
+		struct noise n;
+
+		if (null < 0 || pin_self(slice_test_cpu()) || slice_enable_self())
+			_exit(41);
+		if (noise_start(&n, slice_test_cpu(), 2000, 50000))
+			_exit(42);
+		if (!get_grant(&slice_self.ctrl))
+			_exit(44);
+		s->granted = 1;
+		s->ret = ioctl(null, RSEQ_SLICE_IOC_YIELD, 0);
+		s->err = errno;
+		/* The grant ended at the call's entry, as an abort. */
+		_exit(slice_word() ? 46 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	param_restore("foreign_syscall", "kill");
+	ASSERT_EQ(1, s->granted);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("status %#x", status);
+	}
+	EXPECT_EQ(-1, s->ret);
+	EXPECT_EQ(ENOTTY, s->err);
+	EXPECT_LE(1, slice_stat("sabort") - a);
+	EXPECT_EQ(0, slice_stat("syield") - y);
+}
+
+TEST_HARNESS_MAIN

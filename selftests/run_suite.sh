@@ -45,6 +45,8 @@ run root ./fuzz_test
 run user ./fuzz_test
 run root ./churn_test
 run user ./churn_test
+run root ./fault_test
+run user ./fault_test
 run user ./device_test
 run root ./device_test
 run root ./stress_test

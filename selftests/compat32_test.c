@@ -129,6 +129,7 @@ static bool yields_done(const struct counts *c)
 static void yield_loop(struct counts *c)
 {
 	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
+	enum yield_path path;
 	unsigned int n = 0;
 	struct noise noise;
 
@@ -141,7 +142,6 @@ static void yield_loop(struct counts *c)
 		_exit(22);
 	c->stage = 2;
 	while (!yields_done(c) && now_ns() < end) {
-		enum yield_path path = n++ & 1 ? PATH_LIBC : PATH_INT80;
 		long ret;
 
 		c->sections++;
@@ -157,6 +157,8 @@ static void yield_loop(struct counts *c)
 		case END_GRANTED:
 			break;
 		}
+		/* Alternate the paths by yield, not by section. */
+		path = n++ & 1 ? PATH_LIBC : PATH_INT80;
 		c->attempts[path]++;
 		ret = yield32(slice_self.fd, path);
 		if (ret == 1)
@@ -353,7 +355,7 @@ TEST_F_TIMEOUT(c32, yield_loop, LOOP_SECS + 60)
 	}
 }
 
-/* foreign_syscall=kill: an ia32 getppid inside a grant is killed, not run. */
+/* foreign_syscall=kill: an ia32 getppid inside a grant gets SIGSEGV. */
 TEST_F_TIMEOUT(c32, foreign_kill, LOOP_SECS + 60)
 {
 	long long k = slice_stat("skill");

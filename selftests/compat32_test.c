@@ -17,6 +17,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -96,6 +97,35 @@ static inline enum end32 end32(struct rseq_slice_thread *t)
 	return END_GRANTED;
 }
 
+/*
+ * The noise is a process, not a thread: a 32-bit glibc waits for threads
+ * with the 32-bit-time futex call, which kernels without
+ * CONFIG_COMPAT_32BIT_TIME (the debug kernel) do not have. It dies with
+ * its parent, which may be killed by SIGSEGV.
+ */
+static pid_t noise_proc_start(int cpu, uint64_t busy_ns, uint64_t sleep_ns)
+{
+	struct timespec ts = { .tv_nsec = (long)sleep_ns };
+	pid_t parent = getpid();
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(0);
+	pin_self(cpu);
+	for (;;) {
+		busy_wait_ns(busy_ns);
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void noise_proc_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* What a child saw, in memory it shares with the test. */
 struct counts {
 	unsigned long sections, success, scheduled;
@@ -131,14 +161,15 @@ static void yield_loop(struct counts *c)
 	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
 	enum yield_path path;
 	unsigned int n = 0;
-	struct noise noise;
+	pid_t noise;
 
 	c->stage = 1;
 	if (pin_self(slice_test_cpu()) || slice_enable_self())
 		_exit(20);
 	if (slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET) != 1)
 		_exit(21);
-	if (noise_start(&noise, slice_test_cpu(), 2000, 50000))
+	noise = noise_proc_start(slice_test_cpu(), 2000, 50000);
+	if (noise < 0)
 		_exit(22);
 	c->stage = 2;
 	while (!yields_done(c) && now_ns() < end) {
@@ -173,7 +204,7 @@ static void yield_loop(struct counts *c)
 			c->dirty++;
 	}
 	c->stage = 3;
-	noise_stop(&noise);
+	noise_proc_stop(noise);
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
 	_exit(0);
 }
@@ -188,11 +219,12 @@ static void foreign_loop(struct counts *c, unsigned long want)
 {
 	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
 	long ppid = getppid();
-	struct noise noise;
+	pid_t noise;
 
 	if (pin_self(slice_test_cpu()) || slice_enable_self())
 		_exit(20);
-	if (noise_start(&noise, slice_test_cpu(), 2000, 50000))
+	noise = noise_proc_start(slice_test_cpu(), 2000, 50000);
+	if (noise < 0)
 		_exit(22);
 	c->stage = 2;
 	while (c->survived < want && now_ns() < end) {
@@ -217,7 +249,7 @@ static void foreign_loop(struct counts *c, unsigned long want)
 			c->dirty++;
 	}
 	c->stage = 3;
-	noise_stop(&noise);
+	noise_proc_stop(noise);
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
 	_exit(0);
 }

@@ -41,7 +41,7 @@ rs_need_pkgs() {
 }
 
 rs_host_pkgs() {
-	rs_need_pkgs qemu-system-x86 busybox-static cpio kmod gcc make libc6-dev \
+	rs_need_pkgs qemu-system-x86 busybox-static cpio kmod gcc gcc-multilib make libc6-dev \
 		linux-source-6.1 rsync xz-utils file bc flex bison libelf-dev libssl-dev
 }
 

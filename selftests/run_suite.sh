@@ -47,6 +47,10 @@ run root ./churn_test
 run user ./churn_test
 run root ./hardening_test
 run user ./hardening_test
+run root ./fault_test
+run user ./fault_test
+run root ./compat32_test
+run user ./compat32_test
 run user ./device_test
 run root ./device_test
 run root ./stress_test

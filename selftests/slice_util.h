@@ -26,6 +26,19 @@
 #define SLICE_STATS	"/sys/kernel/debug/rseq_slice/stats"
 #define SLICE_PARAMS	"/sys/module/rseq_slice/parameters/"
 
+#ifndef RSEQ_SLICE_END_SUCCESS
+/*
+ * The uapi header has its protocol helpers (and this struct) for x86-64
+ * only; 32-bit tests (compat32_test) bring their own protocol code and
+ * share the rest of these helpers.
+ */
+struct rseq_slice_thread {
+	__u32 ctrl;
+	__u32 depth;
+	int fd;
+};
+#endif
+
 static __thread struct rseq_slice_thread slice_self = { .fd = -1 };
 
 /*

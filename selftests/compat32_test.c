@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * 32-bit (ia32) threads: a -m32 program enables through the compat ioctl,
+ * runs critical sections under REQUEST with a noise thread on its CPU,
+ * and yields its grants with the ia32 ioctl (system call 54), both by
+ * int $0x80 and by the C library's syscall() (the vDSO's fast system
+ * call: sysenter or syscall from compatibility mode). The yield must be
+ * recognised as the yield (returning 1 for a live grant), never taken for
+ * a foreign system call. A foreign ia32 system call inside a grant gets
+ * SIGSEGV under foreign_syscall=kill and runs under foreign_syscall=abort.
+ *
+ * The uapi header's helpers are x86-64 only; the protocol is written here
+ * for i386: a plain store of REQUEST, and BTR without LOCK to test and
+ * clear it at the end.
+ */
+#include "slice_util.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+
+#ifndef __i386__
+#error "compat32_test is built with -m32"
+#endif
+
+#define NR32_IOCTL	54
+#define NR32_GETPPID	64
+
+/* Grants the yield loop must see yielded, per system call path. */
+#define YIELDS_EACH	3
+#define FOREIGN_ABORTS	3
+#define FOREIGN_TRIES	50
+/* Bounds, generous for a loaded host under emulation. */
+#define LOOP_SECS	60
+#define WAIT_NS		(200 * 1000 * 1000ULL)
+
+static inline long int80_2(long nr, long a, long b)
+{
+	long ret;
+
+	__asm__ __volatile__("int $0x80"
+			     : "=a" (ret)
+			     : "0" (nr), "b" (a), "c" (b)
+			     : "memory");
+	return ret;
+}
+
+static inline long int80_0(long nr)
+{
+	long ret;
+
+	__asm__ __volatile__("int $0x80" : "=a" (ret) : "0" (nr) : "memory");
+	return ret;
+}
+
+enum yield_path { PATH_INT80, PATH_LIBC, NR_PATHS };
+
+static const char *const path_name[NR_PATHS] = { "int $0x80", "syscall()" };
+
+/* RSEQ_SLICE_IOC_YIELD as an ia32 ioctl: 1, 0, or -errno. */
+static long yield32(int fd, enum yield_path path)
+{
+	long ret;
+
+	if (path == PATH_INT80)
+		return int80_2(NR32_IOCTL, fd, RSEQ_SLICE_IOC_YIELD);
+	ret = syscall(SYS_ioctl, fd, RSEQ_SLICE_IOC_YIELD);
+	return ret < 0 ? -errno : ret;
+}
+
+static inline void begin32(struct rseq_slice_thread *t)
+{
+	__atomic_store_n(&t->ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+	__asm__ __volatile__("" ::: "memory");
+}
+
+enum end32 { END_SUCCESS, END_SCHEDULED, END_GRANTED };
+
+/* Test and clear REQUEST; END_GRANTED: the caller must yield now. */
+static inline enum end32 end32(struct rseq_slice_thread *t)
+{
+	unsigned char was_set;
+
+	__asm__ __volatile__("" ::: "memory");
+	/* CPU-local: the kernel writes the word only between our instructions. */
+	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
+			     : "+m" (t->ctrl), "=qm" (was_set)
+			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
+			     : "cc", "memory");
+	if (was_set)
+		return END_SUCCESS;
+	if (!(__atomic_load_n(&t->ctrl, __ATOMIC_RELAXED) & RSEQ_SLICE_EXT_GRANTED))
+		return END_SCHEDULED;
+	return END_GRANTED;
+}
+
+/*
+ * The noise is a process, not a thread: a 32-bit glibc waits for threads
+ * with the 32-bit-time futex call, which kernels without
+ * CONFIG_COMPAT_32BIT_TIME (the debug kernel) do not have. It dies with
+ * its parent, which may be killed by SIGSEGV.
+ */
+static pid_t noise_proc_start(int cpu, uint64_t busy_ns, uint64_t sleep_ns)
+{
+	struct timespec ts = { .tv_nsec = (long)sleep_ns };
+	pid_t parent = getpid();
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(0);
+	pin_self(cpu);
+	for (;;) {
+		busy_wait_ns(busy_ns);
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void noise_proc_stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* What a child saw, in memory it shares with the test. */
+struct counts {
+	unsigned long sections, success, scheduled;
+	unsigned long attempts[NR_PATHS];	/* YIELDs made */
+	unsigned long yielded[NR_PATHS];	/* YIELD returned 1 */
+	unsigned long raced[NR_PATHS];		/* YIELD returned 0 */
+	unsigned long errors;			/* YIELD failed */
+	long last_error;
+	unsigned long dirty;			/* word not clear after a yield */
+	unsigned long foreign;			/* foreign calls made inside a grant */
+	unsigned long survived;			/* ... that returned */
+	unsigned long foreign_bad;		/* ... with the wrong value */
+	unsigned long denied;
+	int stage;				/* where the child is */
+};
+
+static struct counts *counts_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct counts), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static bool yields_done(const struct counts *c)
+{
+	return c->yielded[PATH_INT80] >= YIELDS_EACH && c->yielded[PATH_LIBC] >= YIELDS_EACH;
+}
+
+/* The child: critical sections until enough grants were yielded. */
+static void yield_loop(struct counts *c)
+{
+	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
+	enum yield_path path;
+	unsigned int n = 0;
+	pid_t noise;
+
+	c->stage = 1;
+	if (pin_self(slice_test_cpu()) || slice_enable_self())
+		_exit(20);
+	if (slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET) != 1)
+		_exit(21);
+	noise = noise_proc_start(slice_test_cpu(), 2000, 50000);
+	if (noise < 0)
+		_exit(22);
+	c->stage = 2;
+	while (!yields_done(c) && now_ns() < end) {
+		long ret;
+
+		c->sections++;
+		begin32(&slice_self);
+		busy_wait_ns(50000);
+		switch (end32(&slice_self)) {
+		case END_SUCCESS:
+			c->success++;
+			continue;
+		case END_SCHEDULED:
+			c->scheduled++;
+			continue;
+		case END_GRANTED:
+			break;
+		}
+		/* Alternate the paths by yield, not by section. */
+		path = n++ & 1 ? PATH_LIBC : PATH_INT80;
+		c->attempts[path]++;
+		ret = yield32(slice_self.fd, path);
+		if (ret == 1)
+			c->yielded[path]++;
+		else if (ret == 0)
+			c->raced[path]++;
+		else {
+			c->errors++;
+			c->last_error = ret;
+		}
+		if (slice_word())
+			c->dirty++;
+	}
+	c->stage = 3;
+	noise_proc_stop(noise);
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+	_exit(0);
+}
+
+/*
+ * The child: take grants and make a foreign system call (getppid by
+ * int $0x80) inside each, until @want calls returned. A grant can expire
+ * between the thread seeing GRANTED and its call reaching the kernel;
+ * such a call is not foreign any more and just runs.
+ */
+static void foreign_loop(struct counts *c, unsigned long want)
+{
+	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
+	long ppid = getppid();
+	pid_t noise;
+
+	if (pin_self(slice_test_cpu()) || slice_enable_self())
+		_exit(20);
+	noise = noise_proc_start(slice_test_cpu(), 2000, 50000);
+	if (noise < 0)
+		_exit(22);
+	c->stage = 2;
+	while (c->survived < want && now_ns() < end) {
+		uint64_t wait_end = tsc_ns() + WAIT_NS;
+		uint32_t w;
+		long ret;
+
+		begin32(&slice_self);
+		while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < wait_end)
+			;
+		if (w != RSEQ_SLICE_EXT_GRANTED) {
+			c->denied++;
+			__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+			continue;
+		}
+		c->foreign++;
+		ret = int80_0(NR32_GETPPID);
+		c->survived++;
+		if (ret != ppid)
+			c->foreign_bad++;
+		if (slice_word())
+			c->dirty++;
+	}
+	c->stage = 3;
+	noise_proc_stop(noise);
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+	_exit(0);
+}
+
+static int run_child(void (*fn)(struct counts *, unsigned long), struct counts *c,
+		     unsigned long arg)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		fn(c, arg);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+static void yield_loop_fn(struct counts *c, unsigned long unused)
+{
+	yield_loop(c);
+}
+
+static void print_counts(const struct counts *c)
+{
+	int p;
+
+	ksft_print_msg("sections %lu success %lu scheduled %lu errors %lu (last %ld) dirty %lu\n",
+		       c->sections, c->success, c->scheduled, c->errors, c->last_error, c->dirty);
+	for (p = 0; p < NR_PATHS; p++)
+		ksft_print_msg("yield by %s: made %lu yielded %lu raced %lu\n", path_name[p],
+			       c->attempts[p], c->yielded[p], c->raced[p]);
+}
+
+static void print_status(int status)
+{
+	if (WIFSIGNALED(status))
+		ksft_print_msg("child killed by signal %d (%s)\n", WTERMSIG(status),
+			       strsignal(WTERMSIG(status)));
+	else if (WIFEXITED(status))
+		ksft_print_msg("child exited %d\n", WEXITSTATUS(status));
+}
+
+static long long stat_delta(const char *name, long long before)
+{
+	long long now = slice_stat(name);
+
+	return before < 0 || now < 0 ? -1 : now - before;
+}
+
+/* The compat ioctls themselves. */
+TEST(compat_ioctls)
+{
+	struct rseq_slice_info info;
+	uint32_t *word = malloc(sizeof(*word));
+	int fd = slice_open();
+
+	ASSERT_LE(0, fd);
+	ASSERT_TRUE(word != NULL);
+	ASSERT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	ASSERT_EQ(0, slice_enable_word(fd, word));
+	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD));
+	EXPECT_EQ(0, int80_2(NR32_IOCTL, fd, RSEQ_SLICE_IOC_YIELD));
+	EXPECT_EQ(-EBUSY, slice_enable_word(fd, word + 1));
+	memset(&info, 0xaa, sizeof(info));
+	EXPECT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, &info));
+	EXPECT_EQ(RSEQ_SLICE_ABI_VERSION, info.abi_version);
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	close(fd);
+	free(word);
+}
+
+FIXTURE(c32)
+{
+	struct counts *c;
+	char foreign[16];	/* foreign_syscall at setup */
+	bool changed;
+};
+
+FIXTURE_SETUP(c32)
+{
+	self->c = counts_new();
+	ASSERT_TRUE(self->c != NULL);
+	ASSERT_EQ(0, slice_param_get("foreign_syscall", self->foreign, sizeof(self->foreign)));
+	tsc_calibrate();
+}
+
+FIXTURE_TEARDOWN(c32)
+{
+	if (self->changed)
+		slice_param_set("foreign_syscall", self->foreign);
+	munmap(self->c, sizeof(*self->c));
+}
+
+/* Set foreign_syscall for the test (root), or skip unless it already is. */
+static int foreign_mode(FIXTURE_DATA(c32) *self, const char *mode)
+{
+	if (!strcmp(self->foreign, mode))
+		return 0;
+	if (!is_root())
+		return -EPERM;
+	self->changed = true;
+	return slice_param_set("foreign_syscall", mode);
+}
+
+/* Grants of a 32-bit thread are yielded by both ia32 system call paths. */
+TEST_F_TIMEOUT(c32, yield_loop, LOOP_SECS + 60)
+{
+	long long g = slice_stat("sgrant"), y = slice_stat("syield"), k = slice_stat("skill");
+	struct counts *c = self->c;
+	int status;
+
+	ASSERT_TRUE(hres_active());
+	status = run_child(yield_loop_fn, c, 0);
+	print_counts(c);
+	print_status(status);
+	ASSERT_NE(-1, status);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("the 32-bit thread did not survive its yields (stage %d)", c->stage);
+	}
+	EXPECT_TRUE(yields_done(c)) {
+		TH_LOG("wanted %d live-grant yields by each path within %d s", YIELDS_EACH,
+		       LOOP_SECS);
+	}
+	EXPECT_EQ(0, c->errors);
+	EXPECT_EQ(0, c->dirty);
+	if (g >= 0) {
+		ksft_print_msg("sgrant +%lld syield +%lld skill +%lld\n", stat_delta("sgrant", g),
+			       stat_delta("syield", y), stat_delta("skill", k));
+		EXPECT_LE(c->yielded[PATH_INT80] + c->yielded[PATH_LIBC], stat_delta("syield", y));
+		EXPECT_EQ(0, stat_delta("skill", k));
+	}
+}
+
+/* foreign_syscall=kill: an ia32 getppid inside a grant gets SIGSEGV. */
+TEST_F_TIMEOUT(c32, foreign_kill, LOOP_SECS + 60)
+{
+	long long k = slice_stat("skill");
+	struct counts *c = self->c;
+	int status;
+
+	if (foreign_mode(self, "kill"))
+		SKIP(return, "needs root to set foreign_syscall=kill (it is %s)", self->foreign);
+	status = run_child(foreign_loop, c, FOREIGN_TRIES);
+	ksft_print_msg("foreign calls %lu (returned %lu, wrong result %lu) denied %lu\n",
+		       c->foreign, c->survived, c->foreign_bad, c->denied);
+	print_status(status);
+	ASSERT_NE(-1, status);
+	/* Killed at the first call that met a live grant; the others raced its end. */
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+	EXPECT_EQ(c->survived + 1, c->foreign);
+	EXPECT_EQ(0, c->foreign_bad);
+	if (k >= 0)
+		EXPECT_EQ(1, stat_delta("skill", k));
+}
+
+/* foreign_syscall=abort: the grant is revoked, the call runs, the thread lives. */
+TEST_F_TIMEOUT(c32, foreign_abort, LOOP_SECS + 60)
+{
+	long long a = slice_stat("sabort"), k = slice_stat("skill");
+	struct counts *c = self->c;
+	int status;
+
+	if (foreign_mode(self, "abort"))
+		SKIP(return, "needs root to set foreign_syscall=abort (it is %s)", self->foreign);
+	status = run_child(foreign_loop, c, FOREIGN_ABORTS);
+	ksft_print_msg("foreign calls %lu (returned %lu, wrong result %lu) denied %lu dirty %lu\n",
+		       c->foreign, c->survived, c->foreign_bad, c->denied, c->dirty);
+	print_status(status);
+	ASSERT_NE(-1, status);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(FOREIGN_ABORTS, c->survived);
+	EXPECT_EQ(0, c->foreign_bad);
+	EXPECT_EQ(0, c->dirty);
+	if (a >= 0) {
+		/* Some calls may have raced the grant's expiry: at least one aborted. */
+		ksft_print_msg("sabort +%lld\n", stat_delta("sabort", a));
+		EXPECT_LE(1, stat_delta("sabort", a));
+		EXPECT_EQ(0, stat_delta("skill", k));
+	}
+}
+
+TEST_HARNESS_MAIN

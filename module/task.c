@@ -18,6 +18,7 @@
 #include <linux/cred.h>
 #include <linux/hashtable.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -141,6 +142,16 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 			goto err_user;
 	}
 
+	/*
+	 * Fault the word in first, killably and without mmap_lock held
+	 * across the wait: 6.1's FOLL_LONGTERM pin faults with the lock
+	 * held and not killably, so a withheld read (FUSE) would make the
+	 * pin an unkillable sleep. The pin then finds the page present.
+	 */
+	if (fault_in_safe_writeable((const char __user *)(uintptr_t)uaddr, sizeof(u32))) {
+		ret = fatal_signal_pending(current) ? -EINTR : -EFAULT;
+		goto err_charge;
+	}
 	/*
 	 * FOLL_LONGTERM: the page stays pinned for as long as the thread is
 	 * registered; GUP moves it out of movable zones first. FOLL_WRITE

@@ -127,8 +127,9 @@ rs_kernel() {
 	RS_KDIR=/lib/modules/$RS_KVER/build
 }
 
-# Build rseq_slice.ko against RS_KDIR; sets RS_MODULE. The sources are
-# mirrored with their times, so kbuild rebuilds only what changed.
+# Build rseq_slice.ko against RS_KDIR, and the test module the selftests
+# load (selftests/kmod); sets RS_MODULE and RS_TEST_MODULES. The sources
+# are mirrored with their times, so kbuild rebuilds only what changed.
 rs_build_module() {
 	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE
 	mkdir -p "$out"
@@ -136,15 +137,20 @@ rs_build_module() {
 	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
 		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
 		"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/src/"
+	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
+		"$RS_TOP/selftests/kmod/" "$out/kmod/"
 	# Two guests of one kernel may start at once: one build at a time.
 	exec {lock}>"$out/.lock"
 	flock "$lock"
-	if ! make -C "$RS_KDIR" M="$out/src" modules >"$out/build.log" 2>&1; then
+	if ! make -C "$RS_KDIR" M="$out/src" modules >"$out/build.log" 2>&1 ||
+		! make -C "$RS_KDIR" M="$out/kmod" modules >>"$out/build.log" 2>&1; then
 		cat "$out/build.log" >&2
 		rs_die "module build against $RS_KVER failed"
 	fi
 	exec {lock}>&-
 	RS_MODULE=$out/src/rseq_slice.ko
+	RS_TEST_MODULES=$out/kmod/ipmodify_hog.ko
 }
 
 # The static selftest binaries; sets RS_SELFTESTS (their folder).

@@ -92,7 +92,10 @@ FIXTURE_SETUP(hard)
 
 FIXTURE_TEARDOWN(hard)
 {
+	if (is_root())
+		syscall(SYS_delete_module, "ipmodify_hog", O_NONBLOCK);
 	param_restore("foreign_syscall", "kill");
+	param_restore("enabled", "1");
 }
 
 /* --- signals while REQUEST is set ---------------------------------------- */
@@ -946,6 +949,74 @@ TEST_F_TIMEOUT(hard, yield_number_on_another_file_is_foreign, 600)
 	/* It ended as an abort, never as a yield. */
 	EXPECT_LT(a, slice_stat("sabort"));
 	EXPECT_EQ(0, slice_stat("syield") - y);
+}
+
+/* --- another IPMODIFY user on schedule() --------------------------------- */
+
+#define HOG_KO	"/lib/ipmodify_hog.ko"
+
+static int hog(bool load)
+{
+	int fd, ret;
+
+	if (!load)
+		return syscall(SYS_delete_module, "ipmodify_hog", O_NONBLOCK) ? -errno : 0;
+	fd = open(HOG_KO, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/*
+ * While another module holds schedule() with IPMODIFY, arming fails:
+ * ENABLE says ETXTBSY (not EBUSY, which means "another word"), a write of
+ * enabled=1 says so too, and a registration made before is kept; once
+ * the other module goes, everything works again.
+ */
+TEST_F_TIMEOUT(hard, ipmodify_conflict_keeps_registrations, 300)
+{
+	struct noise n;
+	int fd, ret;
+
+	if (!is_root())
+		SKIP(return, "needs root to load a module");
+	if (access(HOG_KO, R_OK))
+		SKIP(return, "no %s in this guest", HOG_KO);
+	ASSERT_EQ(0, pin_self(slice_test_cpu()));
+	fd = slice_open();
+	ASSERT_LE(0, fd);
+	/* enabled=0 takes the hooks out now, whoever else is registered. */
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	ASSERT_EQ(0, hog(true));
+	ret = slice_param_set("enabled", "1");
+	/* Nobody registered: nothing to arm yet. */
+	EXPECT_EQ(0, ret);
+
+	EXPECT_EQ(-ETXTBSY, slice_enable_word(fd, &slice_self.ctrl));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+
+	/* A registration made while schedule() was free... */
+	ASSERT_EQ(0, hog(false));
+	ASSERT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	ASSERT_EQ(0, hog(true));
+	/* ...survives the failures to arm again. */
+	EXPECT_EQ(-ETXTBSY, slice_param_set("enabled", "1"));
+	EXPECT_EQ(-ETXTBSY, slice_enable_word(fd, &slice_self.ctrl));
+	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+
+	ASSERT_EQ(0, hog(false));
+	EXPECT_EQ(0, slice_param_set("enabled", "1"));
+	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	ASSERT_EQ(0, noise_start(&n, slice_test_cpu(), 2000, 50000));
+	slice_self.fd = fd;
+	EXPECT_TRUE(granted_on(&slice_self.ctrl, fd));
+	noise_stop(&n);
+	slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE);
+	slice_self.fd = -1;
+	close(fd);
 }
 
 TEST_HARNESS_MAIN

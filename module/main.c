@@ -28,6 +28,16 @@ static int rseq_slice_enable(const void __user *arg)
 	/* Checked again under the lock; this only spares a useless pin. */
 	if (!READ_ONCE(rseq_slice_enabled))
 		return -EOPNOTSUPP;
+	/*
+	 * Another word is EBUSY whatever the new address is: only this
+	 * thread changes its registration, so the lockless answer holds.
+	 */
+	rcu_read_lock();
+	st = rseq_slice_task_find(current);
+	ret = st && st->uaddr != reg.ctrl ? -EBUSY : 0;
+	rcu_read_unlock();
+	if (ret)
+		return ret;
 
 	/* The pin may fault for as long as the word's file system likes. */
 	st = rseq_slice_task_prepare(reg.ctrl);

@@ -16,8 +16,6 @@
 
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <linux/userfaultfd.h>
-#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -346,7 +344,8 @@ TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
 
 		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		r0 = self->w.runs;
-		if (read(self->zero, self->buf, 1 << 20) != 1 << 20)
+		/* A caught SIGSEGV (see count_kill()) may cut the read short. */
+		if (read(self->zero, self->buf, 1 << 20) < 0 && errno != EINTR)
 			break;
 		r1 = self->w.runs;
 		v = slice_word();
@@ -385,7 +384,7 @@ TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
 		busy_wait_ns(200000);
 		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		r0 = self->w.runs;
-		if (write(self->w.pipefd[1], "x", 1) != 1)
+		if (write(self->w.pipefd[1], "x", 1) != 1 && errno != EINTR)
 			break;
 		r1 = self->w.runs;
 		v = slice_word();
@@ -401,96 +400,6 @@ TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
 	ksft_print_msg("%d writes, %d switched out with REQUEST set, %d kept it\n",
 		       rounds, switched, kept);
 	EXPECT_LE(50, switched);
-	EXPECT_EQ(0, kept);
-}
-
-/*
- * A page fault that blocks: the page is registered with userfaultfd (user
- * faults only, which needs no privilege), and a handler thread on the
- * other CPU resolves each fault only after it has seen it, so the
- * faulting thread sleeps in the fault every time.
- */
-struct uffd_ctx {
-	int uffd;
-	char *area;
-	size_t len;
-	volatile unsigned long served;
-	volatile bool stop;
-};
-
-static void *uffd_fn(void *arg)
-{
-	struct uffd_ctx *u = arg;
-	static char page[PG] __attribute__((aligned(PG)));
-
-	pin_self(0);
-	while (!u->stop) {
-		struct pollfd pfd = { .fd = u->uffd, .events = POLLIN };
-		struct uffd_msg msg;
-		struct uffdio_copy copy;
-
-		if (poll(&pfd, 1, 100) <= 0)
-			continue;
-		if (read(u->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
-		    msg.event != UFFD_EVENT_PAGEFAULT)
-			continue;
-		copy = (struct uffdio_copy){
-			.dst = msg.arg.pagefault.address & ~(PG - 1ULL),
-			.src = (uintptr_t)page,
-			.len = PG,
-		};
-		u->served++;
-		ioctl(u->uffd, UFFDIO_COPY, &copy);
-	}
-	return NULL;
-}
-
-TEST_F_TIMEOUT(switchout, blocking_page_fault, 300)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg;
-	struct uffd_ctx u = { .len = 256 * PG };
-	int faults = 0, kept = 0;
-	pthread_t t;
-	size_t i;
-
-	/* Non-blocking: poll() can report a fault that read() then misses. */
-	u.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	if (u.uffd < 0)
-		u.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (u.uffd < 0)
-		SKIP(return, "userfaultfd: %s", strerror(errno));
-	ASSERT_EQ(0, ioctl(u.uffd, UFFDIO_API, &api));
-	u.area = mmap(NULL, u.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, u.area);
-	reg = (struct uffdio_register){
-		.range = { .start = (uintptr_t)u.area, .len = u.len },
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-	ASSERT_EQ(0, ioctl(u.uffd, UFFDIO_REGISTER, &reg));
-	ASSERT_EQ(0, pthread_create(&t, NULL, uffd_fn, &u));
-
-	for (i = 0; i < u.len / PG; i++) {
-		unsigned long s0 = u.served;
-		uint32_t v;
-
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-		/* The fault sleeps until the handler has read it. */
-		(void)*(volatile char *)(u.area + i * PG);
-		v = slice_word();
-		if (u.served != s0) {
-			faults++;
-			if (v & RSEQ_SLICE_EXT_REQUEST)
-				kept++;
-		}
-		drop_grant();
-	}
-	u.stop = true;
-	pthread_join(t, NULL);
-	close(u.uffd);
-	munmap(u.area, u.len);
-	ksft_print_msg("%d blocking faults with REQUEST set, %d kept it\n", faults, kept);
-	EXPECT_LE(200, faults);
 	EXPECT_EQ(0, kept);
 }
 

@@ -202,6 +202,105 @@ TEST_F(abi, enomem_memlock)
 	ASSERT_EQ(0, WEXITSTATUS(status));
 }
 
+/*
+ * The charge goes back at DISABLE and at thread exit, before the next
+ * ENABLE can ask for it: with room for exactly one page, 100 rounds of
+ * enable/disable and 100 threads that enable and exit all succeed.
+ * pthread_join() returns when the thread has left its memory, before the
+ * kernel's exit tracepoint (where the registration ends) has run: the
+ * thread is gone once /proc/self/task/TID is, within a bounded wait.
+ */
+struct exiting {
+	int fd;
+	pid_t tid;
+};
+
+static void *enable_and_exit(void *arg)
+{
+	struct exiting *e = arg;
+
+	e->tid = gettid();
+	return (void *)(long)slice_enable_word(e->fd, &slice_self.ctrl);
+}
+
+static bool thread_gone(pid_t tid)
+{
+	uint64_t end = now_ns() + 10 * 1000000000ULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+	while (access(path, F_OK) == 0 && now_ns() < end)
+		usleep(100);
+	return access(path, F_OK) != 0;
+}
+
+#define MEMLOCK_ROUNDS	100
+
+TEST_F(abi, memlock_returned)
+{
+	struct rlimit one = { getpagesize(), getpagesize() };
+	pid_t pid = fork();
+	int status, i;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (is_root() && (setgid(1000) || setuid(1000)))
+			_exit(10);
+		if (setrlimit(RLIMIT_MEMLOCK, &one))
+			_exit(11);
+		for (i = 0; i < MEMLOCK_ROUNDS; i++) {
+			int ret = slice_enable_word(self->fd, self->page);
+
+			if (ret) {
+				printf("# enable/disable round %d: errno %d\n", i, -ret);
+				_exit(12);
+			}
+			if (slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE))
+				_exit(13);
+		}
+		for (i = 0; i < MEMLOCK_ROUNDS; i++) {
+			struct exiting e = { .fd = self->fd };
+			pthread_t th;
+			void *ret;
+
+			if (pthread_create(&th, NULL, enable_and_exit, &e) ||
+			    pthread_join(th, &ret) || !thread_gone(e.tid))
+				_exit(14);
+			if (ret) {
+				printf("# thread %d: enable errno %ld\n", i, -(long)ret);
+				_exit(15);
+			}
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* CAP_IPC_LOCK: root is not charged, so a limit of 0 stops nothing. */
+TEST_F(abi, memlock_not_charged_to_root)
+{
+	struct rlimit zero = { 0, 0 };
+	pid_t pid;
+	int status;
+
+	if (!is_root())
+		SKIP(return, "needs CAP_IPC_LOCK");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (setrlimit(RLIMIT_MEMLOCK, &zero))
+			_exit(11);
+		if (slice_enable_word(self->fd, self->page))
+			_exit(12);
+		_exit(slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET) == 1 ? 0 : 13);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
 /* enabled=0 refuses new registrations and keeps existing ones. */
 TEST_F(abi, eopnotsupp_when_disabled)
 {

@@ -15,10 +15,17 @@ FIXTURE(abi)
 {
 	int fd;
 	uint32_t *page;		/* a private anonymous page */
+	char params[4][32];	/* restored by the teardown (root) */
 };
+
+static const char * const abi_params[4] = { "grant_ns", "enabled", "debug", "foreign_syscall" };
 
 FIXTURE_SETUP(abi)
 {
+	int i;
+
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, slice_param_get(abi_params[i], self->params[i], sizeof(self->params[i])));
 	self->fd = slice_open();
 	ASSERT_LE(0, self->fd);
 	self->page = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
@@ -28,6 +35,10 @@ FIXTURE_SETUP(abi)
 
 FIXTURE_TEARDOWN(abi)
 {
+	int i;
+
+	for (i = 0; is_root() && i < 4; i++)
+		slice_param_set(abi_params[i], self->params[i]);
 	slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE);
 	munmap(self->page, getpagesize());
 	close(self->fd);
@@ -175,6 +186,47 @@ TEST_F(abi, info)
 				    RSEQ_SLICE_INFO_ABORT));
 	for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++)
 		EXPECT_EQ(0, info.reserved[i]);
+}
+
+/* INFO's flags and grant_ns follow the parameters (rule 7). */
+static void info_expect(struct __test_metadata *_metadata, int fd)
+{
+	struct rseq_slice_info info;
+	char gns[32], en[8], dbg[8], fs[16];
+	uint32_t flags = 0;
+
+	ASSERT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, &info));
+	ASSERT_EQ(0, slice_param_get("grant_ns", gns, sizeof(gns)));
+	ASSERT_EQ(0, slice_param_get("enabled", en, sizeof(en)));
+	ASSERT_EQ(0, slice_param_get("debug", dbg, sizeof(dbg)));
+	ASSERT_EQ(0, slice_param_get("foreign_syscall", fs, sizeof(fs)));
+	if (!strcmp(en, "Y"))
+		flags |= RSEQ_SLICE_INFO_ENABLED;
+	if (!strcmp(dbg, "Y"))
+		flags |= RSEQ_SLICE_INFO_DEBUG;
+	if (!strcmp(fs, "abort"))
+		flags |= RSEQ_SLICE_INFO_ABORT;
+	EXPECT_EQ(strtoul(gns, NULL, 10), info.grant_ns);
+	EXPECT_EQ(flags, info.flags);
+}
+
+TEST_F(abi, info_follows_params)
+{
+	info_expect(_metadata, self->fd);
+	if (!is_root())
+		return;	/* users cannot change them: the current values must match */
+	ASSERT_EQ(0, slice_param_set("grant_ns", "12345"));
+	ASSERT_EQ(0, slice_param_set("debug", "1"));
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	info_expect(_metadata, self->fd);
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	info_expect(_metadata, self->fd);
+	ASSERT_EQ(0, slice_param_set("enabled", "1"));
+	ASSERT_EQ(0, slice_param_set("debug", "0"));
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	ASSERT_EQ(0, slice_param_set("grant_ns", "50000"));
+	info_expect(_metadata, self->fd);
+	/* The teardown restores them. */
 }
 
 /* RLIMIT_MEMLOCK bounds the pinned control-word pages of a user. */

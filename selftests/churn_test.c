@@ -853,7 +853,7 @@ TEST_F_TIMEOUT(churn, two_threads_same_word, 900)
 	pthread_barrier_wait(&sw.bar);
 	pthread_barrier_wait(&sw.bar);
 	if (self->threads0 >= 0) {
-		uint64_t end = now_ns() + 2000 * MS;
+		uint64_t end = now_ns() + 60000 * MS;
 
 		while ((t1 = slice_stat("threads")) != self->threads0 + 2 && now_ns() < end)
 			usleep(10000);

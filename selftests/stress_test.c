@@ -369,9 +369,9 @@ FIXTURE_TEARDOWN(churn)
 TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 {
 	long cycles = env_long("RSEQ_SLICE_CHURN_CYCLES", 100), done = 0, refused = 0;
-	long granted_cycles = 0;
+	long granted_cycles = 0, registered_cycles = 0;
 	unsigned long g;
-	long long pins0 = foll_pins(), pins = -1;
+	long long pins0, pins = -1, pinned0;
 	struct churn *c;
 	uint64_t t0;
 	int status, i;
@@ -380,6 +380,18 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 	if (!is_root())
 		SKIP(return, "loading needs root");
 	ASSERT_TRUE(slice_module_loaded());
+	/*
+	 * The pages pinned outside the module: FOLL_PIN's count less the
+	 * module's own pins, once no release is pending (every pin belongs
+	 * to a live registration; the previous test's may still be going).
+	 */
+	t0 = now_ns() + 60 * 1000000000ULL;
+	while (slice_stat("pinned") != slice_stat("threads") && now_ns() < t0)
+		usleep(10000);
+	pinned0 = slice_stat("pinned");
+	pins0 = foll_pins();
+	if (pins0 >= 0)
+		pins0 -= pinned0;
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, c);
 	memset(c, 0, sizeof(*c));
@@ -428,6 +440,7 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 		g = c->closed_grants;
 		while (c->closed_grants == g && now_ns() < t0 + 600 * 1000000000ULL)
 			sched_yield();
+		registered_cycles += c->closed_grants != g;
 		g = c->closed_grants;
 	}
 	c->stop = 1;
@@ -438,8 +451,13 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 		       done, (now_ns() - t0) / 1e9, refused, c->opens, c->sections, c->yields);
 	ksft_print_msg("workers without a file: %lu grants, in %ld of %ld cycles before the unload\n",
 		       c->closed_grants, granted_cycles, done);
-	/* Unloads happened under live registrations, most of them granting. */
-	EXPECT_LE(done / 2, granted_cycles);
+	/*
+	 * Every unload met the file-less registrations (each cycle waited
+	 * for their first grant under the new module), and in many cycles
+	 * they were granted again before it (seen: 12 and 18 of 20).
+	 */
+	EXPECT_EQ(done, registered_cycles);
+	EXPECT_LE(done / 4, granted_cycles);
 	slice_param_set("enabled", "1");
 	{
 		long long t, p;
@@ -454,11 +472,12 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 	 * kernel's FOLL_PIN counts say whether every pin was released.
 	 */
 	if (pins0 >= 0) {
-		uint64_t end = now_ns() + 10 * 1000000000ULL;
+		uint64_t end = now_ns() + 60 * 1000000000ULL;
 
 		while ((pins = foll_pins()) != pins0 && now_ns() < end)
 			usleep(10000);
-		ksft_print_msg("FOLL_PIN pages held: %lld before, %lld after\n", pins0, pins);
+		ksft_print_msg("FOLL_PIN pages held outside the module: %lld before (the module had %lld), %lld after\n",
+			       pins0, pinned0, pins);
 		EXPECT_EQ(pins0, pins);
 	}
 }

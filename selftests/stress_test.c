@@ -474,11 +474,16 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 	if (pins0 >= 0) {
 		uint64_t end = now_ns() + 60 * 1000000000ULL;
 
-		while ((pins = foll_pins()) != pins0 && now_ns() < end)
+		/*
+		 * A pin taken outside the module may go away meanwhile (seen:
+		 * 1 before, 0 after on 6.1); one the module leaked stays
+		 * (a leak at unload made 1 before, 13 after).
+		 */
+		while ((pins = foll_pins()) > pins0 && now_ns() < end)
 			usleep(10000);
 		ksft_print_msg("FOLL_PIN pages held outside the module: %lld before (the module had %lld), %lld after\n",
 			       pins0, pinned0, pins);
-		EXPECT_EQ(pins0, pins);
+		EXPECT_GE(pins0, pins);
 	}
 }
 

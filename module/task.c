@@ -138,6 +138,15 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 	if (!capable(CAP_IPC_LOCK)) {
 		st->user = get_uid(current_user());
 		ret = rseq_slice_charge(st->user);
+		/*
+		 * A registration that just ended (DISABLE, a thread's exit)
+		 * gives its charge back from the work item: let it run, so
+		 * that a user at the limit can always register again.
+		 */
+		if (ret) {
+			flush_work(&rseq_slice_free_work);
+			ret = rseq_slice_charge(st->user);
+		}
 		if (ret)
 			goto err_user;
 	}

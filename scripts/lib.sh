@@ -66,7 +66,8 @@ rs_meta_version() {
 RS_EXTRA_MODULES="kernel/fs/fuse/fuse.ko"
 
 # Unpack a Debian kernel image (and RS_EXTRA_MODULES, where the package
-# has them) into the cache; headers come from apt.
+# has them) into the cache; headers come from apt. Returns 1 if the image
+# cannot be downloaded (rs_kernel then refreshes apt's lists).
 rs_debian_kernel() {
 	local kver=$1 dir=$RS_CACHE/kernels/$1 tmp deb m
 	if [ ! -d "/lib/modules/$kver/build" ]; then
@@ -76,7 +77,7 @@ rs_debian_kernel() {
 		rs_log "fetching linux-image-$kver"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
 		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q "linux-image-$kver" >/dev/null) ||
-			{ rm -rf "$tmp"; rs_die "apt-get download linux-image-$kver failed"; }
+			{ rm -rf "$tmp"; rs_log "apt-get download linux-image-$kver failed"; return 1; }
 		deb=$(ls "$tmp"/*.deb)
 		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./boot/vmlinuz-$kver"
 		mkdir -p "$dir/extra"
@@ -93,6 +94,33 @@ rs_debian_kernel() {
 	fi
 }
 
+# When apt's package lists were last refreshed (the newest list file).
+rs_lists_date() {
+	local f
+	f=$(ls -t /var/lib/apt/lists/*_Packages* 2>/dev/null | head -n1)
+	[ -n "$f" ] && date -u -r "$f" '+%Y-%m-%d %H:%M UTC' || echo "unknown"
+}
+
+# The Debian kernel a meta package names: RS_KVER, fetched and unpacked,
+# headers installed. Stale lists name a version the archive may have
+# dropped since: then refresh them (apt-get update, root) and resolve
+# again. Says which version it took and why.
+rs_debian_meta() {
+	local meta=$1 name=$2 why
+	RS_KVER=$(rs_meta_version "$meta")
+	why="what apt's lists of $(rs_lists_date) name for $meta"
+	# A subshell: rs_need_pkgs dies on a failed install.
+	if ! (rs_debian_kernel "$RS_KVER"); then
+		[ "$(id -u)" -eq 0 ] || rs_die "cannot fetch linux-image-$RS_KVER (apt-get update as root may help)"
+		rs_log "kernel $name: $RS_KVER cannot be fetched (the archive may have dropped it): refreshing apt's lists"
+		apt-get update -qq >/dev/null || rs_die "apt-get update failed"
+		RS_KVER=$(rs_meta_version "$meta")
+		why="what $meta names after apt-get update (the lists named a version the archive no longer has)"
+		(rs_debian_kernel "$RS_KVER") || rs_die "linux-image-$RS_KVER cannot be fetched either"
+	fi
+	rs_log "kernel $name: $RS_KVER, $why"
+}
+
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
 # for the module, empty if there is none) and RS_EXTRA (a folder of
 # modules to load first, or empty).
@@ -101,9 +129,9 @@ rs_kernel() {
 	mkdir -p "$RS_CACHE"
 	case "$1" in
 	6.1)
-		RS_KVER=$(rs_meta_version linux-image-amd64) ;;
+		rs_debian_meta linux-image-amd64 "$1" ;;
 	6.12)
-		RS_KVER=$(rs_meta_version linux-image-6.12-amd64) ;;
+		rs_debian_meta linux-image-6.12-amd64 "$1" ;;
 	6.1-debug)
 		RS_KDIR=$("$RS_TOP/scripts/build-debug-kernel" | tail -n1) ||
 			rs_die "the debug kernel did not build"
@@ -121,7 +149,6 @@ rs_kernel() {
 		fi
 		return 0 ;;
 	esac
-	rs_debian_kernel "$RS_KVER"
 	RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 	RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 	RS_KDIR=/lib/modules/$RS_KVER/build

@@ -15,10 +15,17 @@ FIXTURE(abi)
 {
 	int fd;
 	uint32_t *page;		/* a private anonymous page */
+	char params[4][32];	/* restored by the teardown (root) */
 };
+
+static const char * const abi_params[4] = { "grant_ns", "enabled", "debug", "foreign_syscall" };
 
 FIXTURE_SETUP(abi)
 {
+	int i;
+
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, slice_param_get(abi_params[i], self->params[i], sizeof(self->params[i])));
 	self->fd = slice_open();
 	ASSERT_LE(0, self->fd);
 	self->page = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
@@ -28,6 +35,10 @@ FIXTURE_SETUP(abi)
 
 FIXTURE_TEARDOWN(abi)
 {
+	int i;
+
+	for (i = 0; is_root() && i < 4; i++)
+		slice_param_set(abi_params[i], self->params[i]);
 	slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE);
 	munmap(self->page, getpagesize());
 	close(self->fd);
@@ -177,6 +188,47 @@ TEST_F(abi, info)
 		EXPECT_EQ(0, info.reserved[i]);
 }
 
+/* INFO's flags and grant_ns follow the parameters (rule 7). */
+static void info_expect(struct __test_metadata *_metadata, int fd)
+{
+	struct rseq_slice_info info;
+	char gns[32], en[8], dbg[8], fs[16];
+	uint32_t flags = 0;
+
+	ASSERT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, &info));
+	ASSERT_EQ(0, slice_param_get("grant_ns", gns, sizeof(gns)));
+	ASSERT_EQ(0, slice_param_get("enabled", en, sizeof(en)));
+	ASSERT_EQ(0, slice_param_get("debug", dbg, sizeof(dbg)));
+	ASSERT_EQ(0, slice_param_get("foreign_syscall", fs, sizeof(fs)));
+	if (!strcmp(en, "Y"))
+		flags |= RSEQ_SLICE_INFO_ENABLED;
+	if (!strcmp(dbg, "Y"))
+		flags |= RSEQ_SLICE_INFO_DEBUG;
+	if (!strcmp(fs, "abort"))
+		flags |= RSEQ_SLICE_INFO_ABORT;
+	EXPECT_EQ(strtoul(gns, NULL, 10), info.grant_ns);
+	EXPECT_EQ(flags, info.flags);
+}
+
+TEST_F(abi, info_follows_params)
+{
+	info_expect(_metadata, self->fd);
+	if (!is_root())
+		return;	/* users cannot change them: the current values must match */
+	ASSERT_EQ(0, slice_param_set("grant_ns", "12345"));
+	ASSERT_EQ(0, slice_param_set("debug", "1"));
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	info_expect(_metadata, self->fd);
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	info_expect(_metadata, self->fd);
+	ASSERT_EQ(0, slice_param_set("enabled", "1"));
+	ASSERT_EQ(0, slice_param_set("debug", "0"));
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	ASSERT_EQ(0, slice_param_set("grant_ns", "50000"));
+	info_expect(_metadata, self->fd);
+	/* The teardown restores them. */
+}
+
 /* RLIMIT_MEMLOCK bounds the pinned control-word pages of a user. */
 TEST_F(abi, enomem_memlock)
 {
@@ -200,6 +252,105 @@ TEST_F(abi, enomem_memlock)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * The charge goes back at DISABLE and at thread exit, before the next
+ * ENABLE can ask for it: with room for exactly one page, 100 rounds of
+ * enable/disable and 100 threads that enable and exit all succeed.
+ * pthread_join() returns when the thread has left its memory, before the
+ * kernel's exit tracepoint (where the registration ends) has run: the
+ * thread is gone once /proc/self/task/TID is, within a bounded wait.
+ */
+struct exiting {
+	int fd;
+	pid_t tid;
+};
+
+static void *enable_and_exit(void *arg)
+{
+	struct exiting *e = arg;
+
+	e->tid = gettid();
+	return (void *)(long)slice_enable_word(e->fd, &slice_self.ctrl);
+}
+
+static bool thread_gone(pid_t tid)
+{
+	uint64_t end = now_ns() + 10 * 1000000000ULL;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d", tid);
+	while (access(path, F_OK) == 0 && now_ns() < end)
+		usleep(100);
+	return access(path, F_OK) != 0;
+}
+
+#define MEMLOCK_ROUNDS	100
+
+TEST_F(abi, memlock_returned)
+{
+	struct rlimit one = { getpagesize(), getpagesize() };
+	pid_t pid = fork();
+	int status, i;
+
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (is_root() && (setgid(1000) || setuid(1000)))
+			_exit(10);
+		if (setrlimit(RLIMIT_MEMLOCK, &one))
+			_exit(11);
+		for (i = 0; i < MEMLOCK_ROUNDS; i++) {
+			int ret = slice_enable_word(self->fd, self->page);
+
+			if (ret) {
+				printf("# enable/disable round %d: errno %d\n", i, -ret);
+				_exit(12);
+			}
+			if (slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE))
+				_exit(13);
+		}
+		for (i = 0; i < MEMLOCK_ROUNDS; i++) {
+			struct exiting e = { .fd = self->fd };
+			pthread_t th;
+			void *ret;
+
+			if (pthread_create(&th, NULL, enable_and_exit, &e) ||
+			    pthread_join(th, &ret) || !thread_gone(e.tid))
+				_exit(14);
+			if (ret) {
+				printf("# thread %d: enable errno %ld\n", i, -(long)ret);
+				_exit(15);
+			}
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* CAP_IPC_LOCK: root is not charged, so a limit of 0 stops nothing. */
+TEST_F(abi, memlock_not_charged_to_root)
+{
+	struct rlimit zero = { 0, 0 };
+	pid_t pid;
+	int status;
+
+	if (!is_root())
+		SKIP(return, "needs CAP_IPC_LOCK");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (setrlimit(RLIMIT_MEMLOCK, &zero))
+			_exit(11);
+		if (slice_enable_word(self->fd, self->page))
+			_exit(12);
+		_exit(slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET) == 1 ? 0 : 13);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 /* enabled=0 refuses new registrations and keeps existing ones. */

@@ -101,15 +101,32 @@ static int request_for(uint32_t *w, int fd, uint64_t ns, int *bad)
 }
 
 /*
+ * Critical sections, 20 ms at a time, until one was granted (up to 60 s:
+ * a loaded host can starve the guest for a while): how many were. A test
+ * that means to act on a word the kernel has granted on must see one.
+ */
+static int request_until_granted(uint32_t *w, int fd, int *bad)
+{
+	uint64_t until = now_ns() + 60000 * MS;
+	int granted = 0;
+
+	do
+		granted += request_for(w, fd, 20 * MS, bad);
+	while (!granted && now_ns() < until);
+	return granted;
+}
+
+/*
  * Does the kernel still see this word? Some REQUEST gets an answer (a
- * grant or a deny) within 2 s when the thread shares a CPU with noise.
+ * grant or a deny) when the thread shares a CPU with noise: usually in
+ * the first 100 ms, here within 60 s.
  */
 static bool answered(uint32_t *w, int fd, int *bad)
 {
 	bool seen = false;
 	int i;
 
-	for (i = 0; i < 20 && !seen; i++) {
+	for (i = 0; i < 600 && !seen; i++) {
 		seen = request_wait(w, 100 * MS) != RSEQ_SLICE_EXT_REQUEST;
 		if (end_cs(w, fd) < 0)
 			(*bad)++;
@@ -441,7 +458,8 @@ struct granted_slot {
  * A child on the test CPU (the noise thread's) that requests until it
  * sees GRANTED, then does @what at once: 0 exit_group, 1 execve, 2 spins
  * on (granted as often as it can) until killed. Exit code 2: no grant in
- * 2 s.
+ * 60 s (a grant usually comes within milliseconds; a loaded host can
+ * starve the guest for seconds).
  */
 static pid_t granted_child(struct granted_slot *slot, int what)
 {
@@ -455,7 +473,7 @@ static pid_t granted_child(struct granted_slot *slot, int what)
 	__atomic_store_n(&slot->grants, 0, __ATOMIC_RELAXED);
 	if (pin_self(slice_test_cpu()) || slice_enable_self())
 		_exit(20);
-	end = tsc_ns() + (what == 2 ? 3600000 * MS : 2000 * MS);
+	end = tsc_ns() + (what == 2 ? 3600000 * MS : 60000 * MS);
 	while (tsc_ns() < end) {
 		uint32_t w = request_wait(&slice_self.ctrl, 10 * MS);
 
@@ -565,7 +583,7 @@ TEST_F_TIMEOUT(churn, sigkill_while_granted, 600)
 
 		ASSERT_LE(0, pid);
 		/* Kill it at a random moment after its first grant. */
-		end = now_ns() + 2000 * MS;
+		end = now_ns() + 60000 * MS;
 		while (!__atomic_load_n(&slots[i].grants, __ATOMIC_RELAXED) && now_ns() < end)
 			usleep(1000);
 		usleep(rand() % 500);
@@ -645,7 +663,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	p = map_page();
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, slice_enable_word(fd, p));
-	granted = request_for(p, fd, 20 * MS, &bad);
+	granted = request_until_granted(p, fd, &bad);
 	ASSERT_EQ(0, munmap(p, PG));
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	/* New memory at the old address is not the registered page. */
@@ -696,6 +714,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	}
 	munmap(p, PG);
 	ksft_print_msg("%d grants before the munmap\n", granted);
+	EXPECT_LT(0, granted);
 	EXPECT_EQ(0, bad);
 	close(fd);
 	STATS_BACK();
@@ -703,7 +722,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 
 TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 {
-	int fd = slice_open(), bad = 0, g1, g2;
+	int fd = slice_open(), bad = 0, g1, g2, g3;
 	struct page_op po = { .op = 1 };
 	struct rseq_slice_info info;
 	uint32_t *p, after = ~0U;
@@ -716,7 +735,7 @@ TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 	p = map_page();
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, slice_enable_word(fd, p));
-	g1 = request_for(p, fd, 20 * MS, &bad);
+	g1 = request_until_granted(p, fd, &bad);
 	ASSERT_EQ(0, mprotect(p, PG, PROT_READ));
 	busy_wait_ns(20 * MS);
 	EXPECT_EQ(0, ld(p));
@@ -732,7 +751,7 @@ TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 	ASSERT_EQ(0, mprotect(p, PG, PROT_READ | PROT_WRITE));
 	/* Writable again, and still the page the kernel pinned. */
 	EXPECT_TRUE(answered(p, fd, &bad));
-	g2 = request_for(p, fd, 20 * MS, &bad);
+	g2 = request_until_granted(p, fd, &bad);
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
 	/* Read-only memory cannot be registered. */
 	ASSERT_EQ(0, mprotect(p, PG, PROT_READ));
@@ -749,11 +768,16 @@ TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	ASSERT_EQ(0, mprotect(po.word, PG, PROT_READ | PROT_WRITE));
 	EXPECT_TRUE(answered(po.word, fd, &bad));
-	g2 += request_for(po.word, fd, 20 * MS, &bad);
+	g3 = request_until_granted(po.word, fd, &bad);
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
 	munmap(po.word, PG);
 
-	ksft_print_msg("grants: %d before mprotect, %d after\n", g1, g2);
+	ksft_print_msg("grants: %d before mprotect, %d after, %d after the other thread's\n",
+		       g1, g2, g3);
+	/* The word was granted on before and after each change. */
+	EXPECT_LT(0, g1);
+	EXPECT_LT(0, g2);
+	EXPECT_LT(0, g3);
 	EXPECT_EQ(0, bad);
 	close(fd);
 	STATS_BACK();
@@ -778,6 +802,30 @@ struct same_word {
 	int granted;
 };
 
+/*
+ * request_for() on a shared word, with a system call after every section
+ * that, as far as this thread can tell, was not granted (which the
+ * protocol allows): when the other thread's REQUEST store hid a grant,
+ * that call is foreign, and the kill the test expects now and then.
+ */
+static int shared_sections(uint32_t *w, int fd, uint64_t ns, int *bad)
+{
+	uint64_t end = tsc_ns() + ns;
+	int granted = 0, r;
+
+	while (tsc_ns() < end) {
+		request_wait(w, 2 * MS);
+		r = end_cs(w, fd);
+		if (r < 0)
+			(*bad)++;
+		else if (r >= RSEQ_SLICE_END_YIELDED)
+			granted++;
+		else
+			syscall(SYS_getppid);
+	}
+	return granted;
+}
+
 static void *same_word_fn(void *arg)
 {
 	struct same_word *sw = arg;
@@ -788,7 +836,7 @@ static void *same_word_fn(void *arg)
 	sw->get[me] = slice_ioctl(sw->fd, RSEQ_SLICE_IOC_GET);
 	pthread_barrier_wait(&sw->bar);	/* both registered */
 	if (sw->run_ns)
-		__atomic_add_fetch(&sw->granted, request_for(sw->word, sw->fd, sw->run_ns, &bad),
+		__atomic_add_fetch(&sw->granted, shared_sections(sw->word, sw->fd, sw->run_ns, &bad),
 				   __ATOMIC_RELAXED);
 	pthread_barrier_wait(&sw->bar);	/* counted by the main thread */
 	pthread_barrier_wait(&sw->bar);
@@ -796,7 +844,9 @@ static void *same_word_fn(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(churn, two_threads_same_word, 300)
+#define SHARED_CHILDREN	40
+
+TEST_F_TIMEOUT(churn, two_threads_same_word, 900)
 {
 	struct same_word sw = { .fd = slice_open() };
 	long long t1 = -1, p1 = -1;
@@ -813,7 +863,7 @@ TEST_F_TIMEOUT(churn, two_threads_same_word, 300)
 	pthread_barrier_wait(&sw.bar);
 	pthread_barrier_wait(&sw.bar);
 	if (self->threads0 >= 0) {
-		uint64_t end = now_ns() + 2000 * MS;
+		uint64_t end = now_ns() + 60000 * MS;
 
 		while ((t1 = slice_stat("threads")) != self->threads0 + 2 && now_ns() < end)
 			usleep(10000);
@@ -833,9 +883,12 @@ TEST_F_TIMEOUT(churn, two_threads_same_word, 300)
 		EXPECT_EQ(self->pinned0 + 2, p1);
 	}
 
-	/* Both use it at once, on one CPU and on two, in children. */
+	/*
+	 * Both use it at once, on one CPU and on two, in children, until a
+	 * child was killed (at least 10, at most SHARED_CHILDREN of them).
+	 */
 	NOISE_ON();
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < SHARED_CHILDREN && (i < 10 || !segv); i++) {
 		pid = fork();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
@@ -862,6 +915,14 @@ TEST_F_TIMEOUT(churn, two_threads_same_word, 300)
 	}
 	ksft_print_msg("shared word, both requesting: %d clean, %d killed (SIGSEGV)\n",
 		       clean, segv);
+	/*
+	 * Not required: under single-threaded TCG the two threads never
+	 * interleave inside a 50 us grant (0 kills in 200 children on 6.1
+	 * and 6.12), so the hidden grant that gets a thread killed does not
+	 * happen there. It does where vCPUs or CPUs run in parallel.
+	 */
+	if (!segv)
+		ksft_print_msg("the SIGSEGV case was not reached in %d children\n", i);
 	munmap(sw.word, PG);
 	close(sw.fd);
 	STATS_BACK();

@@ -16,6 +16,8 @@
 
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mman.h>
@@ -400,6 +402,141 @@ TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
 	ksft_print_msg("%d writes, %d switched out with REQUEST set, %d kept it\n",
 		       rounds, switched, kept);
 	EXPECT_LE(50, switched);
+	EXPECT_EQ(0, kept);
+}
+
+/*
+ * A page fault that blocks: the page is registered with userfaultfd (user
+ * faults only, which needs no privilege), and a handler thread on the
+ * other CPU resolves each fault. The witness of a switch-out is the
+ * faulting thread's voluntary context switch count, read by the handler
+ * before the round (while the thread spins in user space, where it cannot
+ * switch voluntarily) and again before it resolves the fault: if it rose,
+ * the thread slept in the fault, and REQUEST must be clear when it is
+ * back. A fault resolved before the thread reached schedule() does not
+ * count.
+ */
+struct uffd_ctx {
+	int uffd;
+	char *area;
+	size_t len;
+	pid_t tid;			/* the faulting thread */
+	volatile long ready;		/* round the thread is ready for */
+	volatile long armed;		/* round the handler has a count for */
+	volatile long slept;		/* last round it saw the thread sleep */
+	volatile bool stop;
+};
+
+static long vcsw(pid_t tid)
+{
+	char path[64], line[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void *uffd_fn(void *arg)
+{
+	struct uffd_ctx *u = arg;
+	static char page[PG] __attribute__((aligned(PG)));
+	long round = 0, c0 = 0;
+
+	pin_self(0);
+	while (!u->stop) {
+		struct pollfd pfd = { .fd = u->uffd, .events = POLLIN };
+		struct uffdio_copy copy;
+		struct uffd_msg msg;
+
+		if (u->ready != round) {
+			/* The thread spins in user space until armed. */
+			if (u->ready == round + 1) {
+				round++;
+				c0 = vcsw(u->tid);
+				u->armed = round;
+			}
+			continue;
+		}
+		if (poll(&pfd, 1, 10) <= 0)
+			continue;
+		if (read(u->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		copy = (struct uffdio_copy){
+			.dst = msg.arg.pagefault.address & ~(PG - 1ULL),
+			.src = (uintptr_t)page,
+			.len = PG,
+		};
+		{
+			uint64_t end = now_ns() + 1000 * MS;
+
+			while (vcsw(u->tid) <= c0 && now_ns() < end)
+				;
+			if (vcsw(u->tid) > c0)
+				u->slept = round;
+		}
+		ioctl(u->uffd, UFFDIO_COPY, &copy);
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(switchout, blocking_page_fault, 300)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	struct uffd_ctx u = { .len = 256 * PG };
+	int faults = 0, kept = 0;
+	pthread_t t;
+	size_t i;
+
+	/* Non-blocking: poll() can report a fault that read() then misses. */
+	u.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (u.uffd < 0)
+		u.uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (u.uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, ioctl(u.uffd, UFFDIO_API, &api));
+	u.area = mmap(NULL, u.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, u.area);
+	reg = (struct uffdio_register){
+		.range = { .start = (uintptr_t)u.area, .len = u.len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	ASSERT_EQ(0, ioctl(u.uffd, UFFDIO_REGISTER, &reg));
+	u.tid = syscall(SYS_gettid);
+	ASSERT_EQ(0, pthread_create(&t, NULL, uffd_fn, &u));
+
+	for (i = 0; i < u.len / PG; i++) {
+		long round = (long)i + 1;
+		uint32_t v;
+
+		u.ready = round;
+		while (u.armed != round)
+			;
+		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		(void)*(volatile char *)(u.area + i * PG);
+		v = slice_word();
+		if (u.slept == round) {
+			faults++;
+			if (v & RSEQ_SLICE_EXT_REQUEST)
+				kept++;
+		}
+		drop_grant();
+	}
+	u.stop = true;
+	pthread_join(t, NULL);
+	close(u.uffd);
+	munmap(u.area, u.len);
+	ksft_print_msg("%d faults slept with REQUEST set, %d kept it\n", faults, kept);
+	EXPECT_LE(100, faults);
 	EXPECT_EQ(0, kept);
 }
 

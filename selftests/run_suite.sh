@@ -88,8 +88,8 @@ run root 3 ./fuzz_test
 run user 3 ./fuzz_test
 run root 9 ./churn_test
 run user 9 ./churn_test
-run root 12 ./hardening_test
-run user 12 ./hardening_test
+run root 13 ./hardening_test
+run user 13 ./hardening_test
 run root 3 ./fault_test
 run user 3 ./fault_test
 run root 4 ./compat32_test

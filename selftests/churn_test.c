@@ -40,29 +40,6 @@ static void __attribute__((constructor)) churn_exec_check(void)
 	_exit(slice_ioctl(fd, RSEQ_SLICE_IOC_GET) == 0 ? 0 : 3);
 }
 
-static inline uint32_t ld(uint32_t *w)
-{
-	return __atomic_load_n(w, __ATOMIC_RELAXED);
-}
-
-static inline void st(uint32_t *w, uint32_t v)
-{
-	__atomic_store_n(w, v, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
-}
-
-/* REQUEST, then spin until the kernel changes the word or @ns pass. */
-static uint32_t request_wait(uint32_t *w, uint64_t ns)
-{
-	uint64_t end = tsc_ns() + ns;
-	uint32_t v;
-
-	st(w, RSEQ_SLICE_EXT_REQUEST);
-	while ((v = ld(w)) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
-		;
-	return v;
-}
-
 /* rseq_slice_end() for any word: RSEQ_SLICE_END_*, or -errno. */
 static int end_cs(uint32_t *w, int fd)
 {

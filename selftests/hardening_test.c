@@ -34,28 +34,6 @@
 #define EVENT_BOUND_NS	(120000 * MS)
 #define PG		4096
 
-static inline uint32_t ld(const uint32_t *w)
-{
-	return __atomic_load_n(w, __ATOMIC_RELAXED);
-}
-
-static inline void st(uint32_t *w, uint32_t v)
-{
-	__atomic_store_n(w, v, __ATOMIC_RELAXED);
-}
-
-/* Set REQUEST, spin until the kernel changes the word or @ns pass. */
-static uint32_t request_wait(uint32_t *w, uint64_t ns)
-{
-	uint64_t end = tsc_ns() + ns;
-	uint32_t v;
-
-	st(w, RSEQ_SLICE_EXT_REQUEST);
-	while ((v = ld(w)) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
-		;
-	return v;
-}
-
 /* Request until granted, within the bound: true if the thread holds one. */
 static bool get_grant(uint32_t *w)
 {

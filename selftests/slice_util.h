@@ -129,6 +129,30 @@ static inline int slice_enable_self(void)
 	return slice_enable_word(slice_self.fd, &slice_self.ctrl);
 }
 
+/* A control word, read and written as user space does: plain accesses. */
+static inline uint32_t ld(const uint32_t *w)
+{
+	return __atomic_load_n(w, __ATOMIC_RELAXED);
+}
+
+static inline void st(uint32_t *w, uint32_t v)
+{
+	__atomic_store_n(w, v, __ATOMIC_RELAXED);
+	__asm__ __volatile__("" ::: "memory");
+}
+
+/* REQUEST, then spin until the kernel changes the word or @ns pass. */
+static inline uint32_t request_wait(uint32_t *w, uint64_t ns)
+{
+	uint64_t end = tsc_ns() + ns;
+	uint32_t v;
+
+	st(w, RSEQ_SLICE_EXT_REQUEST);
+	while ((v = ld(w)) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+		;
+	return v;
+}
+
 static inline int slice_ioctl(int fd, unsigned long cmd)
 {
 	int ret = ioctl(fd, cmd, 0);

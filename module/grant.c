@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Grants: giving, enforcing and ending a time slice extension.
+ * Grants: giving, enforcing and ending a time slice extension, on a bare
+ * control word (struct rseq_slice_word): this file knows neither how the
+ * word was registered nor which hook calls it.
  *
  * One grant at most runs on a CPU, held by the task current there: a grant
- * ends before its holder is switched out (rseq_slice_grant_switch()), so it
+ * ends before its holder is switched out (rseq_slice_grant_switch_out()), so it
  * never follows a task to another CPU. All state of a CPU's grant lives in
  * its struct rseq_slice_cpu, which is only ever read or written on that CPU
  * with interrupts disabled; the per-CPU hrtimer that enforces the grant is
@@ -14,17 +16,16 @@
  * owning thread runs on while that thread is in the kernel: user space's
  * non-atomic test-and-clear can never interleave with it.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/entry-common.h>
-#include <linux/file.h>
+#include <linux/lockdep.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/smp.h>
 #include <linux/thread_info.h>
-#include <asm/compat.h>
-#include <asm/syscall.h>
-#include <asm/unistd.h>
 
 #include <linux/rseq_slice.h>
 #include "rseq_slice.h"
@@ -39,12 +40,14 @@
 struct rseq_slice_cpu {
 	struct hrtimer timer;		/* ends the grant at its expiry */
 	struct task_struct *task;	/* holder of this CPU's grant, or NULL */
-	struct rseq_slice_task *st;	/* the holder's registration */
+	struct rseq_slice_word *w;	/* the holder's control word */
 	bool audit_work;		/* the grant set SYSCALL_WORK_SYSCALL_AUDIT */
 	u64 start;			/* ktime_get_ns() at the grant */
 };
 
 static DEFINE_PER_CPU(struct rseq_slice_cpu, rseq_slice_cpus);
+/* Counted on the CPU of the event, which is the grant's CPU. */
+static DEFINE_PER_CPU(struct rseq_slice_stats, rseq_slice_stats);
 
 /*
  * Make current reschedule at its next preemption point: the reschedule a
@@ -66,7 +69,15 @@ static enum hrtimer_restart rseq_slice_timer_fn(struct hrtimer *timer)
 {
 	struct rseq_slice_cpu *c = container_of(timer, struct rseq_slice_cpu, timer);
 
-	if (c == this_cpu_ptr(&rseq_slice_cpus) && c->task == current) {
+	lockdep_assert_irqs_disabled();
+	/*
+	 * A pinned timer fires where it was armed: it could run elsewhere
+	 * only after its CPU went offline, and the grant (which cancels it
+	 * with interrupts off) ended when its holder was switched out first.
+	 */
+	if (WARN_ON_ONCE(c != this_cpu_ptr(&rseq_slice_cpus)))
+		return HRTIMER_NORESTART;
+	if (c->task == current) {
 		this_cpu_inc(rseq_slice_stats.expired);
 		trace_rseq_slice_expire(current->pid);
 		rseq_slice_resched_current();
@@ -98,9 +109,10 @@ void rseq_slice_grant_exit(void)
 /* Interrupts disabled, on c's CPU, c->task set. */
 static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 {
-	u32 *ctrl = c->st->ctrl;
+	u32 *ctrl = c->w->ctrl;
 	pid_t pid = c->task->pid;
 
+	lockdep_assert_irqs_disabled();
 	/*
 	 * Both bits clear, however the grant ended: GRANTED is gone before
 	 * the thread runs user code again, and a REQUEST set again inside
@@ -113,7 +125,7 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	/* Cannot be running: it would run on this CPU, with irqs on. */
 	hrtimer_try_to_cancel(&c->timer);
 	c->task = NULL;
-	c->st = NULL;
+	c->w = NULL;
 	c->audit_work = false;
 
 	switch (why) {
@@ -136,13 +148,18 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	}
 }
 
-/* Interrupts disabled, current has no grant, REQUEST was seen set. */
-static bool rseq_slice_try_grant(struct rseq_slice_task *st)
+/*
+ * Interrupts disabled, current holds no grant. A grant of another task
+ * cannot be running here either: it ends before its holder is switched
+ * out.
+ */
+static bool rseq_slice_give(struct rseq_slice_word *w)
 {
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
-	u32 word = READ_ONCE(*st->ctrl);
+	u32 word = READ_ONCE(*w->ctrl);
 	u32 grant_ns;
 
+	lockdep_assert_irqs_disabled();
 	if (!(word & RSEQ_SLICE_EXT_REQUEST))
 		return false;
 	/*
@@ -151,20 +168,20 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 	 * is. A disabled mechanism grants nothing; the check here closes the
 	 * window between enabled=0 and the hook's removal.
 	 */
-	if (c->task || !need_resched() || (read_thread_flags() & RSEQ_SLICE_DENY_WORK) ||
-	    !READ_ONCE(rseq_slice_enabled)) {
+	if (WARN_ON_ONCE(c->task) || !need_resched() ||
+	    (read_thread_flags() & RSEQ_SLICE_DENY_WORK) || !READ_ONCE(rseq_slice_enabled)) {
 		/* Interrupted without a grant: tell the thread. */
-		WRITE_ONCE(*st->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
+		WRITE_ONCE(*w->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
 		this_cpu_inc(rseq_slice_stats.denied);
 		trace_rseq_slice_deny(current->pid);
 		return false;
 	}
 
-	WRITE_ONCE(*st->ctrl, (word & ~RSEQ_SLICE_EXT_REQUEST) | RSEQ_SLICE_EXT_GRANTED);
+	WRITE_ONCE(*w->ctrl, (word & ~RSEQ_SLICE_EXT_REQUEST) | RSEQ_SLICE_EXT_GRANTED);
 	c->task = current;
-	c->st = st;
+	c->w = w;
 	/* A yield whose ioctl never came (its fd swapped) is forgotten here. */
-	st->yielded = false;
+	w->yielded = false;
 	/*
 	 * Any system call while granted must be seen at its entry. Audit's
 	 * work bit makes the entry path call syscall_trace_enter(), which
@@ -185,55 +202,37 @@ static bool rseq_slice_try_grant(struct rseq_slice_task *st)
 }
 
 /*
- * The exit-to-user loop is about to call schedule() for current. Called
- * from the schedule() hook with preemption disabled and interrupts
- * enabled. Returns true if current got a grant: schedule() must then be
- * skipped.
+ * The exit-to-user loop of an interrupt's return is about to call
+ * schedule() for current, which holds no grant and whose word is @w.
+ * Preemption disabled (the hook), interrupts enabled. Returns true if
+ * current got a grant: schedule() must then be skipped.
  */
-bool rseq_slice_grant_at_exit(enum rseq_slice_exit kind, struct pt_regs *regs)
+bool rseq_slice_grant_try(struct rseq_slice_word *w)
 {
-	struct rseq_slice_task *st;
 	unsigned long flags;
 	bool granted;
 
-	/*
-	 * The holder asked to reschedule again (a second request, or the
-	 * timer's): the grant is revoked and schedule() runs.
-	 */
-	if (unlikely(this_cpu_read(rseq_slice_cpus.task) == current)) {
-		rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
-		return false;
-	}
-
-	st = rseq_slice_task_find(current);
-	if (likely(!st) || !(READ_ONCE(*st->ctrl) & RSEQ_SLICE_EXT_REQUEST))
-		return false;
-	/* Grants are given on the return from interrupts only. */
-	if (rseq_slice_exit_resolve(kind, regs) != RSEQ_SLICE_EXIT_IRQ)
-		return false;
-
+	lockdep_assert_preemption_disabled();
 	local_irq_save(flags);
-	granted = rseq_slice_try_grant(st);
+	granted = rseq_slice_give(w);
 	local_irq_restore(flags);
 	return granted;
 }
 
 /*
  * @prev, current until now, is switching out (sched_switch: rq lock held,
- * interrupts disabled, on prev's CPU). A grant ends with the switch; a
- * REQUEST still set is cleared, so that the thread reads "interrupted" at
- * the end of its section whatever took the CPU away: in-kernel
- * preemption, a blocking fault or system call, a reschedule on a system
- * call's return.
+ * interrupts disabled, on prev's CPU). A grant ends with the switch.
+ * Returns true if @prev held one.
  */
-void rseq_slice_grant_switch(struct task_struct *prev)
+bool rseq_slice_grant_switch_out(struct task_struct *prev)
 {
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
 
-	if (unlikely(c->task == prev))
-		rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
-	else
-		rseq_slice_task_clear_request(prev);
+	lockdep_assert_irqs_disabled();
+	if (likely(c->task != prev))
+		return false;
+	rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
+	return true;
 }
 
 /* Any context of current. Returns true if current held a grant. */
@@ -253,26 +252,31 @@ bool rseq_slice_grant_end_current(enum rseq_slice_end why)
 }
 
 /*
- * A signal is about to be delivered to current (the exit-to-user loop,
- * preemption disabled by the hook, interrupts enabled). The handler is
- * not the critical section that asked: it must not run inside a grant,
- * nor with REQUEST set, which an interrupt would then grant to the
- * handler, whose rt_sigreturn is a foreign system call. A holder's grant
- * ends (both bits clear) and the reschedule it deferred is given back; a
- * REQUEST alone is cleared, so the section reads "interrupted".
+ * Any context: the holder of this CPU's grant. Unless preemption is
+ * disabled the answer may be another CPU's by the time it is used, which
+ * is harmless only for the test "is it current?": a holder runs on its
+ * grant's CPU, so only there can current match.
  */
-void rseq_slice_grant_signal(void)
-{
-	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE))
-		rseq_slice_resched_current();
-	else
-		rseq_slice_task_clear_request(current);
-}
-
-/* Preemption disabled: the holder of this CPU's grant. */
 struct task_struct *rseq_slice_grant_holder(void)
 {
 	return this_cpu_read(rseq_slice_cpus.task);
+}
+
+/*
+ * Clear a REQUEST still set in @w, the word of the thread on this CPU
+ * (current, or prev at its switch), so that the critical section reads
+ * "interrupted".
+ * Preemption disabled, on the CPU the owner runs on, from the kernel: it
+ * cannot interleave with the thread's own test-and-clear. Written only
+ * when set, so a thread that is not in a section is not dirtied.
+ */
+void rseq_slice_word_clear_request(struct rseq_slice_word *w)
+{
+	u32 word = READ_ONCE(*w->ctrl);
+
+	lockdep_assert_preemption_disabled();
+	if (word & RSEQ_SLICE_EXT_REQUEST)
+		WRITE_ONCE(*w->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
 }
 
 /*
@@ -284,6 +288,7 @@ static void rseq_slice_end_ipi(void *unused)
 {
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
 
+	lockdep_assert_irqs_disabled();
 	if (c->task) {
 		rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
 		rseq_slice_resched_current();
@@ -315,62 +320,34 @@ static bool rseq_slice_word_ok(u32 word, bool held)
 }
 
 /*
- * RSEQ_SLICE_IOC_YIELD, process context, @st current's registration or
- * NULL. The work was done at the call's entry, where a live grant is seen
+ * RSEQ_SLICE_IOC_YIELD, process context, @w current's word or NULL. The
+ * work was done at the call's entry, where a live grant is seen
  * (rseq_slice_grant_syscall()): it ended the grant and asked for the
  * reschedule, which happens on this call's way out. Returns 1 if that
  * entry ended a live grant, 0 if there was none (never granted, or
  * revoked first: the "raced" case).
  */
-int rseq_slice_grant_yield(struct rseq_slice_task *st)
+int rseq_slice_grant_yield(struct rseq_slice_word *w)
 {
 	bool yielded;
 
-	if (!st)
+	if (!w)
 		return 0;
 	/* Only this thread reads or writes its flag. */
-	yielded = st->yielded;
-	st->yielded = false;
+	yielded = w->yielded;
+	w->yielded = false;
 	if (!yielded && READ_ONCE(rseq_slice_debug) &&
-	    !rseq_slice_word_ok(READ_ONCE(*st->ctrl), false))
+	    !rseq_slice_word_ok(READ_ONCE(*w->ctrl), false))
 		force_sig(SIGSEGV);
 	return yielded;
 }
 
 /*
- * Is this system call RSEQ_SLICE_IOC_YIELD on our device, from a 64-bit
- * or a 32-bit (ia32) thread? x32 calls are not recognised: foreign.
- */
-static bool rseq_slice_syscall_is_yield(struct pt_regs *regs)
-{
-	unsigned long args[6];
-	struct file *file;
-	int nr_ioctl = __NR_ioctl;
-	bool ours;
-
-#ifdef CONFIG_IA32_EMULATION
-	if (in_ia32_syscall())
-		nr_ioctl = __NR_ia32_ioctl;
-#endif
-	if (syscall_get_nr(current, regs) != nr_ioctl)
-		return false;
-	syscall_get_arguments(current, regs, args);
-	if ((unsigned int)args[1] != RSEQ_SLICE_IOC_YIELD)
-		return false;
-	/* fget() and fput() do not sleep; fput() defers the final release. */
-	file = fget((unsigned int)args[0]);
-	if (!file)
-		return false;
-	ours = rseq_slice_file_is_ours(file);
-	fput(file);
-	return ours;
-}
-
-/*
  * Entry of a system call while current may hold a grant (its syscall work
- * is set), before ptrace, seccomp and audit look at it. Preemption
- * disabled by the hook, interrupts enabled, process context. The call
- * itself is never changed: tracers and filters see it as it was made.
+ * is set), before ptrace, seccomp and audit look at it; @yield says
+ * whether the call is the yield. Preemption disabled by the hook,
+ * interrupts enabled, process context. The call itself is never changed:
+ * tracers and filters see it as it was made.
  *
  * The yield is decided here, once: the grant ends, the deferred
  * reschedule comes back (at once on preemptible kernels, else on this
@@ -383,15 +360,13 @@ static bool rseq_slice_syscall_is_yield(struct pt_regs *regs)
  * runs first); foreign_syscall=abort (merged upstream) ends the grant,
  * gives the reschedule back and lets the call run.
  */
-void rseq_slice_grant_syscall(struct pt_regs *regs)
+void rseq_slice_grant_syscall(bool yield)
 {
 	struct rseq_slice_cpu *c;
 	bool kill = false, bad;
 	unsigned long flags;
-	bool yield;
 
-	yield = rseq_slice_syscall_is_yield(regs);
-
+	lockdep_assert_preemption_disabled();
 	local_irq_save(flags);
 	c = this_cpu_ptr(&rseq_slice_cpus);
 	if (c->task != current) {
@@ -399,9 +374,9 @@ void rseq_slice_grant_syscall(struct pt_regs *regs)
 		local_irq_restore(flags);
 		return;
 	}
-	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(READ_ONCE(*c->st->ctrl), true);
+	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(READ_ONCE(*c->w->ctrl), true);
 	if (yield) {
-		c->st->yielded = true;
+		c->w->yielded = true;
 		rseq_slice_end(c, RSEQ_SLICE_BY_YIELD);
 		rseq_slice_resched_current();
 	} else if (READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_KILL) {
@@ -415,4 +390,24 @@ void rseq_slice_grant_syscall(struct pt_regs *regs)
 
 	if (kill || bad)
 		force_sig(SIGSEGV);
+}
+
+/* stats.c's view: the counters summed over CPUs, each read racily. */
+void rseq_slice_grant_stats(struct rseq_slice_stats *sum)
+{
+	unsigned int cpu;
+
+	memset(sum, 0, sizeof(*sum));
+	for_each_possible_cpu(cpu) {
+		/* Counters move under us; a snapshot per CPU is all we promise. */
+		struct rseq_slice_stats s = data_race(*per_cpu_ptr(&rseq_slice_stats, cpu));
+
+		sum->granted += s.granted;
+		sum->expired += s.expired;
+		sum->revoked += s.revoked;
+		sum->yielded += s.yielded;
+		sum->aborted += s.aborted;
+		sum->killed += s.killed;
+		sum->denied += s.denied;
+	}
 }

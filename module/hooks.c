@@ -25,16 +25,25 @@
  * every thread. The last two cost a load and a compare
  * while nobody is registered and stay for the module's lifetime, because
  * registrations outlive enabled=0.
+ *
+ * What each hook decides lives here; grant.c and task.c do it.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/file.h>
 #include <linux/ftrace.h>
 #include <linux/kernel.h>
+#include <linux/lockdep.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/trace_recursion.h>
 #include <linux/tracepoint.h>
 #include <linux/workqueue.h>
+#include <asm/syscall.h>
+#include <asm/unistd.h>
 
 #include "compat.h"
 #include "rseq_slice.h"
@@ -43,6 +52,7 @@ static DEFINE_MUTEX(rseq_slice_hooks_mutex);
 static bool rseq_slice_armed;	/* the hot hooks are registered */
 static bool rseq_slice_ready;	/* module init finished, unload not begun */
 static bool rseq_slice_stuck;	/* a hook could not be removed: module pinned */
+static const struct file_operations *rseq_slice_fops;	/* the device's */
 
 static struct tracepoint *rseq_slice_tp_switch;
 static struct tracepoint *rseq_slice_tp_exit;
@@ -55,6 +65,33 @@ static struct tracepoint *rseq_slice_tp_exec;
  */
 static noinline void notrace rseq_slice_schedule_skipped(void)
 {
+}
+
+/*
+ * The exit-to-user loop is about to call schedule() for current (@kind
+ * says which return path it serves). Preemption disabled, interrupts
+ * enabled. Returns true if current got a grant: schedule() is skipped.
+ */
+static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct pt_regs *regs)
+{
+	struct rseq_slice_task *st;
+
+	lockdep_assert_preemption_disabled();
+	/*
+	 * The holder asked to reschedule again (a second request, or the
+	 * timer's): the grant is revoked and schedule() runs.
+	 */
+	if (unlikely(rseq_slice_grant_holder() == current)) {
+		rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
+		return false;
+	}
+	st = rseq_slice_task_find(current);
+	if (likely(!st) || !rseq_slice_word_requested(&st->w))
+		return false;
+	/* Grants are given on the return from interrupts only. */
+	if (rseq_slice_exit_resolve(kind, regs) != RSEQ_SLICE_EXIT_IRQ)
+		return false;
+	return rseq_slice_grant_try(&st->w);
 }
 
 /*
@@ -80,7 +117,7 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 		return;
 	kind = rseq_slice_exit_caller(parent_ip);
 	if (kind != RSEQ_SLICE_EXIT_OTHER &&
-	    rseq_slice_grant_at_exit(kind, ftrace_get_regs(fregs)))
+	    rseq_slice_exit_to_user(kind, ftrace_get_regs(fregs)))
 		ftrace_regs_set_instruction_pointer(fregs,
 						    (unsigned long)rseq_slice_schedule_skipped);
 	ftrace_test_recursion_unlock(bit);
@@ -90,6 +127,36 @@ static struct ftrace_ops rseq_slice_schedule_ops = {
 	.func = rseq_slice_schedule_hook,
 	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
 };
+
+/*
+ * Is this system call RSEQ_SLICE_IOC_YIELD on our device, from a 64-bit
+ * or a 32-bit (ia32) thread? x32 calls are not recognised: foreign.
+ * Process context, preemption disabled: fget() and fput() do not sleep
+ * (fput() defers the final release).
+ */
+static bool rseq_slice_syscall_is_yield(struct pt_regs *regs)
+{
+	unsigned long args[6];
+	struct file *file;
+	int nr_ioctl = __NR_ioctl;
+	bool ours;
+
+#ifdef CONFIG_IA32_EMULATION
+	if (in_ia32_syscall())
+		nr_ioctl = __NR_ia32_ioctl;
+#endif
+	if (syscall_get_nr(current, regs) != nr_ioctl)
+		return false;
+	syscall_get_arguments(current, regs, args);
+	if ((unsigned int)args[1] != RSEQ_SLICE_IOC_YIELD)
+		return false;
+	file = fget((unsigned int)args[0]);
+	if (!file)
+		return false;
+	ours = file->f_op == rseq_slice_fops;
+	fput(file);
+	return ours;
+}
 
 /*
  * syscall_trace_enter() entry: process context, interrupts enabled, the
@@ -108,7 +175,7 @@ static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long pare
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	rseq_slice_grant_syscall(task_pt_regs(current));
+	rseq_slice_grant_syscall(rseq_slice_syscall_is_yield(task_pt_regs(current)));
 	ftrace_test_recursion_unlock(bit);
 }
 
@@ -119,6 +186,13 @@ static struct ftrace_ops rseq_slice_syscall_ops = {
 /*
  * arch_do_signal_or_restart() entry: the exit-to-user loop, process
  * context, interrupts enabled, about to set up a signal frame.
+ *
+ * The handler is not the critical section that asked: it must not run
+ * inside a grant, nor with REQUEST set, which an interrupt would then
+ * grant to the handler, whose rt_sigreturn is a foreign system call. A
+ * holder's grant ends (both bits clear) and the reschedule it deferred is
+ * given back; a REQUEST alone is cleared, so the section reads
+ * "interrupted".
  */
 static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long parent_ip,
 					   struct ftrace_ops *op, struct ftrace_regs *fregs)
@@ -128,7 +202,10 @@ static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long paren
 
 	if (bit < 0)
 		return;
-	rseq_slice_grant_signal();
+	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE))
+		rseq_slice_resched_current();
+	else
+		rseq_slice_task_clear_request(current);
 	ftrace_test_recursion_unlock(bit);
 }
 
@@ -136,19 +213,28 @@ static struct ftrace_ops rseq_slice_signal_ops = {
 	.func = rseq_slice_signal_hook,
 };
 
-/* sched_switch: rq lock held, interrupts disabled. */
+/*
+ * sched_switch: rq lock held, interrupts disabled. A grant ends with the
+ * switch; a REQUEST still set is cleared, so that the thread reads
+ * "interrupted" at the end of its section whatever took the CPU away:
+ * in-kernel preemption, a blocking fault or system call, a reschedule on
+ * a system call's return.
+ */
 static void notrace rseq_slice_switch_probe(void *data, bool preempt,
 					    struct task_struct *prev,
 					    struct task_struct *next,
 					    unsigned int prev_state)
 {
-	rseq_slice_grant_switch(prev);
+	if (!rseq_slice_grant_switch_out(prev))
+		rseq_slice_task_clear_request(prev);
 }
+
+static void rseq_slice_hooks_release(void);
 
 /* sched_process_exit: the exiting thread itself, preemption disabled. */
 static void notrace rseq_slice_exit_probe(void *data, struct task_struct *p)
 {
-	if (atomic_read(&rseq_slice_nr_threads) && rseq_slice_task_unregister_current())
+	if (rseq_slice_task_count() && rseq_slice_task_unregister_current())
 		rseq_slice_hooks_release();
 }
 
@@ -196,6 +282,7 @@ static void rseq_slice_unhook_tp(struct tracepoint *tp, void *probe, const char 
 
 static void rseq_slice_disarm(void)
 {
+	lockdep_assert_held(&rseq_slice_hooks_mutex);
 	/* No new grants from here on... */
 	rseq_slice_unhook(&rseq_slice_schedule_ops, "schedule()");
 	/* ...end the running ones, on their CPUs... */
@@ -219,57 +306,42 @@ static int rseq_slice_arm(void)
 {
 	int ret;
 
+	lockdep_assert_held(&rseq_slice_hooks_mutex);
 	ret = tracepoint_probe_register(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
 	if (ret)
 		return ret;
 	ret = register_ftrace_function(&rseq_slice_syscall_ops);
 	if (ret)
-		goto err_switch;
+		goto unhook_switch;
 	ret = register_ftrace_function(&rseq_slice_signal_ops);
 	if (ret)
-		goto err_syscall;
+		goto unhook_syscall;
 	ret = register_ftrace_function(&rseq_slice_schedule_ops);
 	if (ret == -EBUSY)
 		ret = -ETXTBSY;
 	if (ret)
-		goto err_signal;
+		goto unhook_signal;
 	rseq_slice_armed = true;
 	return 0;
 
-err_signal:
+unhook_signal:
 	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
-err_syscall:
+unhook_syscall:
 	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
-err_switch:
+unhook_switch:
 	rseq_slice_unhook_tp(rseq_slice_tp_switch, rseq_slice_switch_probe, "sched_switch");
 	tracepoint_synchronize_unregister();
 	pr_err("cannot register hooks: %d\n", ret);
 	return ret;
 }
 
-void rseq_slice_hooks_lock(void)
-{
-	mutex_lock(&rseq_slice_hooks_mutex);
-}
-
-int rseq_slice_hooks_lock_killable(void)
-{
-	return mutex_lock_killable(&rseq_slice_hooks_mutex);
-}
-
-void rseq_slice_hooks_unlock(void)
-{
-	mutex_unlock(&rseq_slice_hooks_mutex);
-}
-
 /* Hooks mutex held: register or remove the hot hooks as the state asks. */
-int rseq_slice_hooks_sync(void)
+static int rseq_slice_hooks_sync(void)
 {
 	bool want;
 
 	lockdep_assert_held(&rseq_slice_hooks_mutex);
-	want = rseq_slice_ready && READ_ONCE(rseq_slice_enabled) &&
-	       atomic_read(&rseq_slice_nr_threads) > 0;
+	want = rseq_slice_ready && READ_ONCE(rseq_slice_enabled) && rseq_slice_task_count() > 0;
 	if (want == rseq_slice_armed)
 		return 0;
 	/* After a hook refused to go, nothing is registered again. */
@@ -283,9 +355,9 @@ int rseq_slice_hooks_sync(void)
 
 static void rseq_slice_sync_fn(struct work_struct *work)
 {
-	rseq_slice_hooks_lock();
+	mutex_lock(&rseq_slice_hooks_mutex);
 	rseq_slice_hooks_sync();
-	rseq_slice_hooks_unlock();
+	mutex_unlock(&rseq_slice_hooks_mutex);
 }
 
 static DECLARE_DELAYED_WORK(rseq_slice_sync_work, rseq_slice_sync_fn);
@@ -293,28 +365,108 @@ static DECLARE_DELAYED_WORK(rseq_slice_sync_work, rseq_slice_sync_fn);
 #define RSEQ_SLICE_IDLE_DELAY	HZ
 
 /* Any context: a registration went away; drop the hooks if it was the last. */
-void rseq_slice_hooks_release(void)
+static void rseq_slice_hooks_release(void)
 {
-	if (!atomic_read(&rseq_slice_nr_threads))
+	if (!rseq_slice_task_count())
 		mod_delayed_work(system_wq, &rseq_slice_sync_work, RSEQ_SLICE_IDLE_DELAY);
 }
 
 /*
- * The enabled parameter changed (process context, param lock held).
- * Returns what arming the hooks returned; a fatal signal while waiting
- * for the lock gives EINTR.
+ * RSEQ_SLICE_IOC_ENABLE for current's control word at @uaddr (validated
+ * by the caller). Process context, may sleep. Returns 0 or the ABI's
+ * errno.
  */
-int rseq_slice_hooks_enabled_changed(void)
+int rseq_slice_hooks_register_current(u64 uaddr)
 {
+	struct rseq_slice_task *st;
+	bool added;
 	int ret;
 
-	ret = rseq_slice_hooks_lock_killable();
+	/* Checked again under the lock; this only spares a useless pin. */
+	if (!READ_ONCE(rseq_slice_enabled))
+		return -EOPNOTSUPP;
+	/*
+	 * Another word is EBUSY whatever the new address is: only this
+	 * thread changes its registration, so the lockless answer holds.
+	 */
+	rcu_read_lock();
+	st = rseq_slice_task_find(current);
+	ret = st && st->uaddr != uaddr ? -EBUSY : 0;
+	rcu_read_unlock();
+	if (ret)
+		return ret;
+
+	/* The pin may fault for as long as the word's file system likes. */
+	st = rseq_slice_task_prepare(uaddr);
+	if (IS_ERR(st))
+		return PTR_ERR(st);
+
+	/* Held only for the hash update and the hook registration. */
+	ret = mutex_lock_killable(&rseq_slice_hooks_mutex);
+	if (ret) {
+		rseq_slice_task_discard(st);
+		return ret;
+	}
+	if (!READ_ONCE(rseq_slice_enabled)) {
+		rseq_slice_task_discard(st);
+		ret = -EOPNOTSUPP;
+		goto unlock;
+	}
+	ret = rseq_slice_task_install(st, &added);
+	if (ret)
+		goto unlock;
+	ret = rseq_slice_hooks_sync();
+	/* A registration this call did not make stays. */
+	if (ret && added)
+		rseq_slice_task_unregister_current();
+unlock:
+	mutex_unlock(&rseq_slice_hooks_mutex);
+	return ret;
+}
+
+/*
+ * RSEQ_SLICE_IOC_DISABLE: drop current's registration, if any. Process
+ * context. Returns true if there was one.
+ */
+bool rseq_slice_hooks_unregister_current(void)
+{
+	if (!rseq_slice_task_unregister_current())
+		return false;
+	rseq_slice_hooks_release();
+	return true;
+}
+
+/*
+ * The enabled parameter (process context, param lock held). Before module
+ * init this is only the insmod argument. The value stays even if the
+ * hooks cannot be armed (the next ENABLE tries again); the write returns
+ * what arming returned, or EINTR on a fatal signal while waiting for the
+ * lock.
+ */
+static int rseq_slice_enabled_set(const char *val, const struct kernel_param *kp)
+{
+	bool on;
+	int ret;
+
+	ret = kstrtobool(val, &on);
+	if (ret)
+		return ret;
+	WRITE_ONCE(rseq_slice_enabled, on);
+	ret = mutex_lock_killable(&rseq_slice_hooks_mutex);
 	if (ret)
 		return ret;
 	ret = rseq_slice_hooks_sync();
-	rseq_slice_hooks_unlock();
+	mutex_unlock(&rseq_slice_hooks_mutex);
 	return ret;
 }
+
+static const struct kernel_param_ops rseq_slice_enabled_ops = {
+	.set = rseq_slice_enabled_set,
+	.get = param_get_bool,
+};
+module_param_cb(enabled, &rseq_slice_enabled_ops, &rseq_slice_enabled, 0644);
+MODULE_PARM_DESC(enabled,
+		 "1: grants are given (default); 0: every grant ends, hooks are removed, ENABLE fails with EOPNOTSUPP, registrations are kept");
 
 struct rseq_slice_tp_want {
 	const char *name;
@@ -343,7 +495,8 @@ static int rseq_slice_set_filter(struct ftrace_ops *ops, const char * const *nam
 	return -ENOENT;
 }
 
-int rseq_slice_hooks_init(void)
+/* Module init; @fops identifies the device's files for the yield test. */
+int rseq_slice_hooks_init(const struct file_operations *fops)
 {
 	static const char * const schedule_names[] = { "schedule", NULL };
 	static const char * const signal_names[] = { "arch_do_signal_or_restart", NULL };
@@ -359,6 +512,7 @@ int rseq_slice_hooks_init(void)
 	};
 	int ret;
 
+	rseq_slice_fops = fops;
 	for_each_kernel_tracepoint(rseq_slice_find_tp, want);
 	if (!rseq_slice_tp_switch || !rseq_slice_tp_exit || !rseq_slice_tp_exec) {
 		pr_err("scheduler tracepoints not found\n");
@@ -367,30 +521,30 @@ int rseq_slice_hooks_init(void)
 
 	ret = rseq_slice_set_filter(&rseq_slice_schedule_ops, schedule_names);
 	if (ret)
-		goto err;
+		goto free_filters;
 	ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
 	if (ret)
-		goto err;
+		goto free_filters;
 	ret = rseq_slice_set_filter(&rseq_slice_signal_ops, signal_names);
 	if (ret)
-		goto err;
+		goto free_filters;
 
 	ret = tracepoint_probe_register(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	if (ret)
-		goto err;
+		goto free_filters;
 	ret = tracepoint_probe_register(rseq_slice_tp_exec, rseq_slice_exec_probe, NULL);
 	if (ret)
-		goto err_exit;
+		goto unhook_exit;
 
-	rseq_slice_hooks_lock();
+	mutex_lock(&rseq_slice_hooks_mutex);
 	rseq_slice_ready = true;
-	rseq_slice_hooks_unlock();
+	mutex_unlock(&rseq_slice_hooks_mutex);
 	return 0;
 
-err_exit:
+unhook_exit:
 	tracepoint_probe_unregister(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	tracepoint_synchronize_unregister();
-err:
+free_filters:
 	ftrace_free_filter(&rseq_slice_schedule_ops);
 	ftrace_free_filter(&rseq_slice_syscall_ops);
 	ftrace_free_filter(&rseq_slice_signal_ops);
@@ -404,10 +558,10 @@ err:
  */
 void rseq_slice_hooks_exit(void)
 {
-	rseq_slice_hooks_lock();
+	mutex_lock(&rseq_slice_hooks_mutex);
 	rseq_slice_ready = false;
 	rseq_slice_hooks_sync();
-	rseq_slice_hooks_unlock();
+	mutex_unlock(&rseq_slice_hooks_mutex);
 
 	rseq_slice_unhook_tp(rseq_slice_tp_exec, rseq_slice_exec_probe, "sched_process_exec");
 	rseq_slice_unhook_tp(rseq_slice_tp_exit, rseq_slice_exit_probe, "sched_process_exit");

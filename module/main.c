@@ -6,6 +6,8 @@
  * calling thread, never on the open file, so any thread of any process
  * that can open the device manages only itself.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -17,60 +19,17 @@
 static int rseq_slice_enable(const void __user *arg)
 {
 	struct rseq_slice_register reg;
-	struct rseq_slice_task *st;
-	bool added;
-	int ret;
 
 	if (copy_from_user(&reg, arg, sizeof(reg)))
 		return -EFAULT;
 	if (reg.flags || reg.reserved || (reg.ctrl & (sizeof(u32) - 1)))
 		return -EINVAL;
-	/* Checked again under the lock; this only spares a useless pin. */
-	if (!READ_ONCE(rseq_slice_enabled))
-		return -EOPNOTSUPP;
-	/*
-	 * Another word is EBUSY whatever the new address is: only this
-	 * thread changes its registration, so the lockless answer holds.
-	 */
-	rcu_read_lock();
-	st = rseq_slice_task_find(current);
-	ret = st && st->uaddr != reg.ctrl ? -EBUSY : 0;
-	rcu_read_unlock();
-	if (ret)
-		return ret;
-
-	/* The pin may fault for as long as the word's file system likes. */
-	st = rseq_slice_task_prepare(reg.ctrl);
-	if (IS_ERR(st))
-		return PTR_ERR(st);
-
-	/* Held only for the hash update and the hook registration. */
-	ret = rseq_slice_hooks_lock_killable();
-	if (ret) {
-		rseq_slice_task_discard(st);
-		return ret;
-	}
-	if (!READ_ONCE(rseq_slice_enabled)) {
-		rseq_slice_task_discard(st);
-		ret = -EOPNOTSUPP;
-		goto out;
-	}
-	ret = rseq_slice_task_install(st, &added);
-	if (ret)
-		goto out;
-	ret = rseq_slice_hooks_sync();
-	/* A registration this call did not make stays. */
-	if (ret && added)
-		rseq_slice_task_unregister_current();
-out:
-	rseq_slice_hooks_unlock();
-	return ret;
+	return rseq_slice_hooks_register_current(reg.ctrl);
 }
 
 static int rseq_slice_disable(void)
 {
-	if (rseq_slice_task_unregister_current())
-		rseq_slice_hooks_release();
+	rseq_slice_hooks_unregister_current();
 	return 0;
 }
 
@@ -92,7 +51,7 @@ static int rseq_slice_yield(void)
 	rcu_read_lock();
 	st = rseq_slice_task_find(current);
 	rcu_read_unlock();
-	return rseq_slice_grant_yield(st);
+	return rseq_slice_grant_yield(st ? &st->w : NULL);
 }
 
 static int rseq_slice_info(void __user *arg)
@@ -146,11 +105,6 @@ static const struct file_operations rseq_slice_fops = {
 	.compat_ioctl = compat_ptr_ioctl,
 };
 
-bool rseq_slice_file_is_ours(struct file *file)
-{
-	return file->f_op == &rseq_slice_fops;
-}
-
 static struct miscdevice rseq_slice_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "rseq_slice",
@@ -166,15 +120,16 @@ static int __init rseq_slice_init(void)
 	if (ret)
 		return ret;
 	rseq_slice_grant_init();
-	ret = rseq_slice_hooks_init();
+	ret = rseq_slice_hooks_init(&rseq_slice_fops);
 	if (ret)
 		return ret;
 	rseq_slice_stats_init();
 	ret = misc_register(&rseq_slice_misc);
 	if (ret)
-		goto err;
+		goto remove_stats;
 	return 0;
-err:
+
+remove_stats:
 	rseq_slice_stats_exit();
 	rseq_slice_hooks_exit();
 	return ret;

@@ -2,8 +2,11 @@
 /*
  * Module parameters. All of them can be written at runtime through
  * /sys/module/rseq_slice/parameters/; readers on hot paths use READ_ONCE()
- * and tolerate a value changing under them.
+ * and tolerate a value changing under them. The value of enabled lives
+ * here; its setter, which arms and disarms the hooks, is in hooks.c.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
 #include <linux/string.h>
@@ -67,27 +70,3 @@ MODULE_PARM_DESC(foreign_syscall,
 
 module_param_named(debug, rseq_slice_debug, bool, 0644);
 MODULE_PARM_DESC(debug, "Check the control word at yield and syscall entry; SIGSEGV on a violation (default 0)");
-
-static int enabled_set(const char *val, const struct kernel_param *kp)
-{
-	bool on;
-	int ret;
-
-	ret = kstrtobool(val, &on);
-	if (ret)
-		return ret;
-	WRITE_ONCE(rseq_slice_enabled, on);
-	/*
-	 * Before module init this is only the insmod argument. If the hooks
-	 * cannot be armed the value stays: the next ENABLE tries again.
-	 */
-	return rseq_slice_hooks_enabled_changed();
-}
-
-static const struct kernel_param_ops enabled_ops = {
-	.set = enabled_set,
-	.get = param_get_bool,
-};
-module_param_cb(enabled, &enabled_ops, &rseq_slice_enabled, 0644);
-MODULE_PARM_DESC(enabled,
-		 "1: grants are given (default); 0: every grant ends, hooks are removed, ENABLE fails with EOPNOTSUPP, registrations are kept");

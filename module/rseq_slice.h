@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Internal interfaces of the rseq_slice module.
+ * Internal interfaces of the rseq_slice module, one section per file, in
+ * layers: each file calls only the files of the sections above its own.
+ *
+ *   params.c, symbols.c	module parameters; where the exit paths are
+ *   grant.c			a grant on a bare control word, its timer, counters
+ *   task.c			registrations: which thread, which word, pinned
+ *   hooks.c			the kernel hooks, arming them, the enabled switch
+ *   stats.c			debugfs statistics, a read-only view of the above
+ *   main.c			the device, its ioctls, module init and exit
  *
  * Who touches what, and from where:
  * - struct rseq_slice_task (task.c): a thread's registration. Added and
@@ -12,20 +20,21 @@
  *   CPU its thread runs on, between two of its instructions: that is what
  *   makes user space's CPU-local test-and-clear safe.
  * - hooks.c: the schedule(), syscall-entry and signal-delivery ftrace
- *   hooks and the sched_switch tracepoint are registered only while the mechanism is
- *   enabled and some thread is registered; the exit and exec tracepoints
- *   are registered for the module's lifetime.
+ *   hooks and the sched_switch tracepoint are registered only while the
+ *   mechanism is enabled and some thread is registered; the exit and exec
+ *   tracepoints are registered for the module's lifetime.
  */
 #ifndef RSEQ_SLICE_INTERNAL_H
 #define RSEQ_SLICE_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/fs.h>
 #include <linux/llist.h>
 #include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/types.h>
+#include <linux/rseq_slice.h>
 
-struct file;
 struct page;
 struct pt_regs;
 struct task_struct;
@@ -35,7 +44,10 @@ struct user_struct;
 #define RSEQ_SLICE_GRANT_NS_MAX		50000U
 #define RSEQ_SLICE_GRANT_NS_DEFAULT	30000U
 
-/* params.c: the module parameters, read locklessly with READ_ONCE(). */
+/*
+ * params.c: the module parameters, read locklessly with READ_ONCE().
+ * enabled's setter lives in hooks.c, which arms and disarms on it.
+ */
 enum rseq_slice_foreign {
 	RSEQ_SLICE_FOREIGN_KILL,	/* v1: SIGSEGV */
 	RSEQ_SLICE_FOREIGN_ABORT,	/* merged upstream: revoke, let it run */
@@ -45,23 +57,6 @@ extern unsigned int rseq_slice_grant_ns;
 extern bool rseq_slice_enabled;
 extern bool rseq_slice_debug;
 extern int rseq_slice_foreign;
-
-/* stats.c */
-struct rseq_slice_stats {
-	unsigned long granted;
-	unsigned long expired;
-	unsigned long revoked;
-	unsigned long yielded;
-	unsigned long aborted;
-	unsigned long killed;
-	unsigned long denied;
-};
-
-DECLARE_PER_CPU(struct rseq_slice_stats, rseq_slice_stats);
-extern atomic_t rseq_slice_nr_threads;
-extern atomic_t rseq_slice_nr_pinned;
-void rseq_slice_stats_init(void);
-void rseq_slice_stats_exit(void);
 
 /* symbols.c: which return path a call to schedule() comes from. */
 enum rseq_slice_exit {
@@ -88,15 +83,62 @@ static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
 
 enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind, struct pt_regs *regs);
 
+/*
+ * grant.c: what a grant needs of a thread, whoever registered it: its
+ * control word (the kernel mapping of a pinned page, so that no access
+ * faults or sleeps) and whether a system call's entry ended its grant
+ * for a yield, for the yield call to report.
+ */
+struct rseq_slice_word {
+	u32 *ctrl;
+	bool yielded;
+};
+
+/* Any context of the word's owner: has it asked for an extension? */
+static inline bool rseq_slice_word_requested(const struct rseq_slice_word *w)
+{
+	return READ_ONCE(*w->ctrl) & RSEQ_SLICE_EXT_REQUEST;
+}
+
+enum rseq_slice_end {
+	RSEQ_SLICE_BY_REVOKE,
+	RSEQ_SLICE_BY_YIELD,
+	RSEQ_SLICE_BY_ABORT,
+	RSEQ_SLICE_BY_KILL,
+};
+
+/* Summed over CPUs by rseq_slice_grant_stats(). */
+struct rseq_slice_stats {
+	unsigned long granted;
+	unsigned long expired;
+	unsigned long revoked;
+	unsigned long yielded;
+	unsigned long aborted;
+	unsigned long killed;
+	unsigned long denied;
+};
+
+void rseq_slice_grant_init(void);
+void rseq_slice_grant_exit(void);
+bool rseq_slice_grant_try(struct rseq_slice_word *w);
+bool rseq_slice_grant_end_current(enum rseq_slice_end why);
+bool rseq_slice_grant_switch_out(struct task_struct *prev);
+void rseq_slice_grant_syscall(bool yield);
+void rseq_slice_grant_end_all(void);
+int rseq_slice_grant_yield(struct rseq_slice_word *w);
+struct task_struct *rseq_slice_grant_holder(void);
+void rseq_slice_word_clear_request(struct rseq_slice_word *w);
+void rseq_slice_resched_current(void);
+void rseq_slice_grant_stats(struct rseq_slice_stats *sum);
+
 /* task.c */
 struct rseq_slice_task {
 	struct hlist_node node;		/* in the hash, keyed by @task */
 	struct task_struct *task;	/* the owner; not counted, removed at exit */
 	u64 uaddr;			/* user address of the control word */
-	u32 *ctrl;			/* the control word, kernel mapping */
+	struct rseq_slice_word w;	/* the word as grant.c sees it */
 	struct page *page;		/* its page, pinned */
 	struct user_struct *user;	/* charged one page, or NULL */
-	bool yielded;			/* syscall entry ended a grant for a yield */
 	struct llist_node free_node;
 	struct rcu_head rcu;
 };
@@ -109,38 +151,17 @@ bool rseq_slice_task_unregister_current(void);
 void rseq_slice_task_clear_request(struct task_struct *task);
 void rseq_slice_task_unregister_all(void);
 void rseq_slice_task_flush(void);
-
-/* grant.c */
-enum rseq_slice_end {
-	RSEQ_SLICE_BY_REVOKE,
-	RSEQ_SLICE_BY_YIELD,
-	RSEQ_SLICE_BY_ABORT,
-	RSEQ_SLICE_BY_KILL,
-};
-
-void rseq_slice_grant_init(void);
-void rseq_slice_grant_exit(void);
-bool rseq_slice_grant_at_exit(enum rseq_slice_exit kind, struct pt_regs *regs);
-void rseq_slice_grant_syscall(struct pt_regs *regs);
-void rseq_slice_grant_switch(struct task_struct *prev);
-void rseq_slice_grant_signal(void);
-bool rseq_slice_grant_end_current(enum rseq_slice_end why);
-void rseq_slice_grant_end_all(void);
-int rseq_slice_grant_yield(struct rseq_slice_task *st);
-struct task_struct *rseq_slice_grant_holder(void);
-void rseq_slice_resched_current(void);
+int rseq_slice_task_count(void);
+int rseq_slice_task_pinned(void);
 
 /* hooks.c */
-int rseq_slice_hooks_init(void);
+int rseq_slice_hooks_init(const struct file_operations *fops);
 void rseq_slice_hooks_exit(void);
-void rseq_slice_hooks_lock(void);
-void rseq_slice_hooks_unlock(void);
-int rseq_slice_hooks_lock_killable(void);
-int rseq_slice_hooks_sync(void);
-void rseq_slice_hooks_release(void);
-int rseq_slice_hooks_enabled_changed(void);
+int rseq_slice_hooks_register_current(u64 uaddr);
+bool rseq_slice_hooks_unregister_current(void);
 
-/* main.c */
-bool rseq_slice_file_is_ours(struct file *file);
+/* stats.c */
+void rseq_slice_stats_init(void);
+void rseq_slice_stats_exit(void);
 
 #endif /* RSEQ_SLICE_INTERNAL_H */

@@ -9,36 +9,21 @@
  * sexpir counts timer expiries; an expired grant then ends as srevok when
  * the thread is rescheduled, as upstream counts it.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/debugfs.h>
 #include <linux/percpu.h>
 #include <linux/seq_file.h>
 
 #include "rseq_slice.h"
 
-DEFINE_PER_CPU(struct rseq_slice_stats, rseq_slice_stats);
-atomic_t rseq_slice_nr_threads = ATOMIC_INIT(0);
-atomic_t rseq_slice_nr_pinned = ATOMIC_INIT(0);
-
 static struct dentry *rseq_slice_debugfs;
 
 static int rseq_slice_stats_show(struct seq_file *m, void *p)
 {
-	struct rseq_slice_stats sum = { };
-	unsigned int cpu;
+	struct rseq_slice_stats sum;
 
-	for_each_possible_cpu(cpu) {
-		struct rseq_slice_stats s;
-
-		/* Counters move under us; a snapshot per CPU is all we promise. */
-		s = data_race(*per_cpu_ptr(&rseq_slice_stats, cpu));
-		sum.granted += s.granted;
-		sum.expired += s.expired;
-		sum.revoked += s.revoked;
-		sum.yielded += s.yielded;
-		sum.aborted += s.aborted;
-		sum.killed += s.killed;
-		sum.denied += s.denied;
-	}
+	rseq_slice_grant_stats(&sum);
 	seq_printf(m, "sgrant: %16lu\n", sum.granted);
 	seq_printf(m, "sexpir: %16lu\n", sum.expired);
 	seq_printf(m, "srevok: %16lu\n", sum.revoked);
@@ -46,8 +31,8 @@ static int rseq_slice_stats_show(struct seq_file *m, void *p)
 	seq_printf(m, "sabort: %16lu\n", sum.aborted);
 	seq_printf(m, "skill:  %16lu\n", sum.killed);
 	seq_printf(m, "sdeny:  %16lu\n", sum.denied);
-	seq_printf(m, "threads: %15d\n", atomic_read(&rseq_slice_nr_threads));
-	seq_printf(m, "pinned: %16d\n", atomic_read(&rseq_slice_nr_pinned));
+	seq_printf(m, "threads: %15d\n", rseq_slice_task_count());
+	seq_printf(m, "pinned: %16d\n", rseq_slice_task_pinned());
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(rseq_slice_stats);

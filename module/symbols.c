@@ -13,6 +13,8 @@
  * The ranges are resolved once at load time from kallsyms; the runtime
  * test is a few compares and never sleeps or faults.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>

@@ -14,9 +14,12 @@
  * to the user's RLIMIT_MEMLOCK like io_uring's buffers, unless the caller
  * has CAP_IPC_LOCK.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/hashtable.h>
+#include <linux/lockdep.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/rcupdate.h>
@@ -35,6 +38,21 @@
 
 static DEFINE_HASHTABLE(rseq_slice_tasks, RSEQ_SLICE_HASH_BITS);
 static DEFINE_SPINLOCK(rseq_slice_tasks_lock);
+/* Registrations (the hooks stay armed while there are any) and pins. */
+static atomic_t rseq_slice_nr_threads = ATOMIC_INIT(0);
+static atomic_t rseq_slice_nr_pinned = ATOMIC_INIT(0);
+
+/* Any context: how many threads are registered. */
+int rseq_slice_task_count(void)
+{
+	return atomic_read(&rseq_slice_nr_threads);
+}
+
+/* Any context: how many pages registrations hold pinned. */
+int rseq_slice_task_pinned(void)
+{
+	return atomic_read(&rseq_slice_nr_pinned);
+}
 
 /* Any context; the caller holds rcu_read_lock() or preemption disabled. */
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task)
@@ -148,7 +166,7 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 			ret = rseq_slice_charge(st->user);
 		}
 		if (ret)
-			goto err_user;
+			goto out_free;
 	}
 
 	/*
@@ -159,7 +177,7 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 	 */
 	if (fault_in_safe_writeable((const char __user *)(uintptr_t)uaddr, sizeof(u32))) {
 		ret = fatal_signal_pending(current) ? -EINTR : -EFAULT;
-		goto err_charge;
+		goto out_uncharge;
 	}
 	/*
 	 * FOLL_LONGTERM: the page stays pinned for as long as the thread is
@@ -170,7 +188,7 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 	if (ret != 1) {
 		/* Anything but running out of memory means a bad address. */
 		ret = ret == -ENOMEM ? -ENOMEM : -EFAULT;
-		goto err_charge;
+		goto out_uncharge;
 	}
 	/*
 	 * Private memory only: a shared or file-backed page would be written
@@ -179,20 +197,20 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 	if (!PageAnon(page)) {
 		unpin_user_page(page);
 		ret = -EFAULT;
-		goto err_charge;
+		goto out_uncharge;
 	}
 	atomic_inc(&rseq_slice_nr_pinned);
 
 	st->task = current;
 	st->uaddr = uaddr;
 	st->page = page;
-	st->ctrl = page_address(page) + offset_in_page(uaddr);
+	st->w.ctrl = page_address(page) + offset_in_page(uaddr);
 	return st;
 
-err_charge:
+out_uncharge:
 	if (st->user)
 		atomic_long_dec(&st->user->locked_vm);
-err_user:
+out_free:
 	if (st->user)
 		free_uid(st->user);
 	kfree(st);
@@ -279,21 +297,17 @@ bool rseq_slice_task_unregister_current(void)
 /*
  * @task, current on this CPU, is being switched out or is about to run a
  * signal handler: a REQUEST still set is cleared, so that the critical
- * section reads "interrupted". Interrupts or preemption disabled (an
- * RCU-sched read side); the word is written through the kernel mapping,
- * from the CPU the thread runs on while it is in the kernel. Written only
- * when set, so a thread that is not in a section is not dirtied.
+ * section reads "interrupted". Interrupts or preemption disabled: an
+ * RCU-sched read side, and the owner stays on this CPU.
  */
 void rseq_slice_task_clear_request(struct task_struct *task)
 {
-	struct rseq_slice_task *st = rseq_slice_task_find(task);
-	u32 word;
+	struct rseq_slice_task *st;
 
-	if (likely(!st))
-		return;
-	word = READ_ONCE(*st->ctrl);
-	if (word & RSEQ_SLICE_EXT_REQUEST)
-		WRITE_ONCE(*st->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
+	lockdep_assert_preemption_disabled();
+	st = rseq_slice_task_find(task);
+	if (unlikely(st))
+		rseq_slice_word_clear_request(&st->w);
 }
 
 /*

@@ -21,23 +21,21 @@ TRACE_EVENT(rseq_slice_grant,
 	    TP_printk("pid=%d grant_ns=%u", __entry->pid, __entry->grant_ns)
 );
 
-/* REQUEST was set, a reschedule was due, no grant could be given. */
-TRACE_EVENT(rseq_slice_deny,
-	    TP_PROTO(pid_t pid),
-	    TP_ARGS(pid),
-	    TP_STRUCT__entry(__field(pid_t, pid)),
-	    TP_fast_assign(__entry->pid = pid;),
-	    TP_printk("pid=%d", __entry->pid)
+/* Events that only name the thread. */
+DECLARE_EVENT_CLASS(rseq_slice_pid_class,
+		    TP_PROTO(pid_t pid),
+		    TP_ARGS(pid),
+		    TP_STRUCT__entry(__field(pid_t, pid)),
+		    TP_fast_assign(__entry->pid = pid;),
+		    TP_printk("pid=%d", __entry->pid)
 );
 
+/* REQUEST was set, a reschedule was due, no grant could be given. */
+DEFINE_EVENT(rseq_slice_pid_class, rseq_slice_deny,
+	     TP_PROTO(pid_t pid), TP_ARGS(pid));
 /* The grant timer fired with its holder still running. */
-TRACE_EVENT(rseq_slice_expire,
-	    TP_PROTO(pid_t pid),
-	    TP_ARGS(pid),
-	    TP_STRUCT__entry(__field(pid_t, pid)),
-	    TP_fast_assign(__entry->pid = pid;),
-	    TP_printk("pid=%d", __entry->pid)
-);
+DEFINE_EVENT(rseq_slice_pid_class, rseq_slice_expire,
+	     TP_PROTO(pid_t pid), TP_ARGS(pid));
 
 /* @start is the grant's ktime_get_ns(); the time is read only if tracing. */
 DECLARE_EVENT_CLASS(rseq_slice_end_class,

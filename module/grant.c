@@ -33,7 +33,6 @@
 #define CREATE_TRACE_POINTS
 #include "trace.h"
 
-#define RSEQ_SLICE_BITS		(RSEQ_SLICE_EXT_REQUEST | RSEQ_SLICE_EXT_GRANTED)
 /* Exit work that forbids a grant: everything but the reschedule itself. */
 #define RSEQ_SLICE_DENY_WORK	(EXIT_TO_USER_MODE_WORK & ~_TIF_NEED_RESCHED)
 
@@ -118,7 +117,7 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	 * the thread runs user code again, and a REQUEST set again inside
 	 * the grant reads as "interrupted", as upstream reports it.
 	 */
-	WRITE_ONCE(*ctrl, READ_ONCE(*ctrl) & ~RSEQ_SLICE_BITS);
+	WRITE_ONCE(*ctrl, READ_ONCE(*ctrl) & ~(RSEQ_SLICE_EXT_REQUEST | c->w->granted));
 	if (c->audit_work)
 		clear_bit(SYSCALL_WORK_BIT_SYSCALL_AUDIT,
 			  &task_thread_info(c->task)->syscall_work);
@@ -177,7 +176,7 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 		return false;
 	}
 
-	WRITE_ONCE(*w->ctrl, (word & ~RSEQ_SLICE_EXT_REQUEST) | RSEQ_SLICE_EXT_GRANTED);
+	WRITE_ONCE(*w->ctrl, (word & ~RSEQ_SLICE_EXT_REQUEST) | w->granted);
 	c->task = current;
 	c->w = w;
 	/* A yield whose ioctl never came (its fd swapped) is forgotten here. */
@@ -310,13 +309,29 @@ void rseq_slice_grant_end_all(void)
  * clears it before it yields or calls the kernel), GRANTED exactly when the
  * kernel holds a grant for the thread.
  */
-static bool rseq_slice_word_ok(u32 word, bool held)
+static bool rseq_slice_word_ok(const struct rseq_slice_word *w, bool held)
 {
-	if (word & ~RSEQ_SLICE_BITS)
+	u32 word = READ_ONCE(*w->ctrl);
+
+	if (word & ~(RSEQ_SLICE_EXT_REQUEST | w->granted))
 		return false;
 	if (word & RSEQ_SLICE_EXT_REQUEST)
 		return false;
-	return !!(word & RSEQ_SLICE_EXT_GRANTED) == held;
+	return !!(word & w->granted) == held;
+}
+
+/*
+ * What the yield returns, once: 1 if a system call's entry ended a live
+ * grant for it, else 0. Only the word's thread reads or writes the flag,
+ * from any context of its own (the merged yield asks from a kprobe, which
+ * is an NMI-like context: nothing here may lock).
+ */
+int rseq_slice_grant_yielded(struct rseq_slice_word *w)
+{
+	bool yielded = w->yielded;
+
+	w->yielded = false;
+	return yielded;
 }
 
 /*
@@ -329,23 +344,20 @@ static bool rseq_slice_word_ok(u32 word, bool held)
  */
 int rseq_slice_grant_yield(struct rseq_slice_word *w)
 {
-	bool yielded;
+	int yielded;
 
 	if (!w)
 		return 0;
-	/* Only this thread reads or writes its flag. */
-	yielded = w->yielded;
-	w->yielded = false;
-	if (!yielded && READ_ONCE(rseq_slice_debug) &&
-	    !rseq_slice_word_ok(READ_ONCE(*w->ctrl), false))
+	yielded = rseq_slice_grant_yielded(w);
+	if (!yielded && READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(w, false))
 		force_sig(SIGSEGV);
 	return yielded;
 }
 
 /*
  * Entry of a system call while current may hold a grant (its syscall work
- * is set), before ptrace, seccomp and audit look at it; @yield says
- * whether the call is the yield. Preemption disabled by the hook,
+ * is set), before ptrace, seccomp and audit look at it; @call says which
+ * yield the call is, if any: each registration yields its own way. Preemption disabled by the hook,
  * interrupts enabled, process context. The call itself is never changed:
  * tracers and filters see it as it was made.
  *
@@ -358,13 +370,15 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w)
  * Any other call: foreign_syscall=kill (v1) ends the grant and sends
  * SIGSEGV, delivered before the thread returns to user space (the call
  * runs first); foreign_syscall=abort (merged upstream) ends the grant,
- * gives the reschedule back and lets the call run.
+ * gives the reschedule back and lets the call run. A thread enabled by
+ * prctl always gets merged upstream's rule.
  */
-void rseq_slice_grant_syscall(bool yield)
+void rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 {
 	struct rseq_slice_cpu *c;
 	bool kill = false, bad;
 	unsigned long flags;
+	bool yield;
 
 	lockdep_assert_preemption_disabled();
 	local_irq_save(flags);
@@ -374,12 +388,13 @@ void rseq_slice_grant_syscall(bool yield)
 		local_irq_restore(flags);
 		return;
 	}
-	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(READ_ONCE(*c->w->ctrl), true);
+	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(c->w, true);
+	yield = call == (c->w->merged ? RSEQ_SLICE_CALL_MERGED : RSEQ_SLICE_CALL_IOCTL);
 	if (yield) {
 		c->w->yielded = true;
 		rseq_slice_end(c, RSEQ_SLICE_BY_YIELD);
 		rseq_slice_resched_current();
-	} else if (READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_KILL) {
+	} else if (!c->w->merged && READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_KILL) {
 		kill = true;
 		rseq_slice_end(c, RSEQ_SLICE_BY_KILL);
 	} else {

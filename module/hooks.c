@@ -50,6 +50,7 @@
 
 static DEFINE_MUTEX(rseq_slice_hooks_mutex);
 static bool rseq_slice_armed;	/* the hot hooks are registered */
+static bool rseq_slice_yield_armed;	/* the rseq_slice_yield() hook is */
 static bool rseq_slice_ready;	/* module init finished, unload not begun */
 static bool rseq_slice_stuck;	/* a hook could not be removed: module pinned */
 static const struct file_operations *rseq_slice_fops;	/* the device's */
@@ -88,6 +89,14 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct pt_regs *r
 	st = rseq_slice_task_find(current);
 	if (likely(!st) || !rseq_slice_word_requested(&st->w))
 		return false;
+	/*
+	 * The rseq area a prctl registration follows is gone or moved: the
+	 * extension ended with it. Never sleeps (the unpin is deferred).
+	 */
+	if (unlikely(rseq_slice_task_area_moved(st))) {
+		rseq_slice_hooks_unregister_current();
+		return false;
+	}
 	/* Grants are given on the return from interrupts only. */
 	if (rseq_slice_exit_resolve(kind, regs) != RSEQ_SLICE_EXIT_IRQ)
 		return false;
@@ -129,33 +138,38 @@ static struct ftrace_ops rseq_slice_schedule_ops = {
 };
 
 /*
- * Is this system call RSEQ_SLICE_IOC_YIELD on our device, from a 64-bit
- * or a 32-bit (ia32) thread? x32 calls are not recognised: foreign.
- * Process context, preemption disabled: fget() and fput() do not sleep
- * (fput() defers the final release).
+ * Which yield, if any, is this system call: RSEQ_SLICE_IOC_YIELD on our
+ * device, or merged upstream's rseq_slice_yield() (471, the same number
+ * for 64-bit and ia32 callers), from a 64-bit or a 32-bit (ia32) thread?
+ * x32 calls are not recognised: foreign. Process context, preemption
+ * disabled: fget() and fput() do not sleep (fput() defers the final
+ * release).
  */
-static bool rseq_slice_syscall_is_yield(struct pt_regs *regs)
+static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
 {
+	long nr = syscall_get_nr(current, regs);
+	int nr_ioctl = __NR_ioctl;
 	unsigned long args[6];
 	struct file *file;
-	int nr_ioctl = __NR_ioctl;
 	bool ours;
 
+	if (nr == RSEQ_SLICE_NR_YIELD)
+		return RSEQ_SLICE_CALL_MERGED;
 #ifdef CONFIG_IA32_EMULATION
 	if (in_ia32_syscall())
 		nr_ioctl = __NR_ia32_ioctl;
 #endif
-	if (syscall_get_nr(current, regs) != nr_ioctl)
-		return false;
+	if (nr != nr_ioctl)
+		return RSEQ_SLICE_CALL_OTHER;
 	syscall_get_arguments(current, regs, args);
 	if ((unsigned int)args[1] != RSEQ_SLICE_IOC_YIELD)
-		return false;
+		return RSEQ_SLICE_CALL_OTHER;
 	file = fget((unsigned int)args[0]);
 	if (!file)
-		return false;
+		return RSEQ_SLICE_CALL_OTHER;
 	ours = file->f_op == rseq_slice_fops;
 	fput(file);
-	return ours;
+	return ours ? RSEQ_SLICE_CALL_IOCTL : RSEQ_SLICE_CALL_OTHER;
 }
 
 /*
@@ -175,12 +189,50 @@ static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long pare
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	rseq_slice_grant_syscall(rseq_slice_syscall_is_yield(task_pt_regs(current)));
+	rseq_slice_grant_syscall(rseq_slice_syscall_kind(task_pt_regs(current)));
 	ftrace_test_recursion_unlock(bit);
 }
 
 static struct ftrace_ops rseq_slice_syscall_ops = {
 	.func = rseq_slice_syscall_hook,
+};
+
+/*
+ * syscall_exit_to_user_mode_prepare() entry: the way out of every system
+ * call of every task, interrupts and preemption enabled, before ptrace,
+ * audit and the exit tracepoint see the result. Registered while some
+ * thread is enabled through prctl.
+ *
+ * These kernels have no system call 471: the dispatcher answered -ENOSYS
+ * inline, after ptrace, seccomp and audit saw the call as it was made.
+ * For a thread enabled through prctl the answer becomes merged upstream's
+ * sys_rseq_slice_yield(): 1 if the call's entry ended a live grant
+ * (rseq_slice_grant_syscall()), else 0. A seccomp filter's own -ENOSYS
+ * for the call reads the same way. Every other thread keeps -ENOSYS.
+ */
+static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent_ip,
+					  struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct pt_regs *regs = task_pt_regs(current);
+	struct rseq_slice_task *st;
+	int bit;
+
+	/* Every system call in the system: two compares. */
+	if (likely(regs->orig_ax != RSEQ_SLICE_NR_YIELD) || regs->ax != (unsigned long)-ENOSYS)
+		return;
+	/* Disables preemption: an RCU-sched read side for the lookup. */
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	if (bit < 0)
+		return;
+	st = rseq_slice_task_find(current);
+	/* Only this thread writes its yield flag. */
+	if (st && st->w.merged)
+		regs->ax = rseq_slice_grant_yielded(&st->w);
+	ftrace_test_recursion_unlock(bit);
+}
+
+static struct ftrace_ops rseq_slice_yield_ops = {
+	.func = rseq_slice_yield_hook,
 };
 
 /*
@@ -252,7 +304,7 @@ static void notrace rseq_slice_exec_probe(void *data, struct task_struct *p, pid
  * unload it is too late to refuse, so wait, retrying, rather than free
  * text a CPU may still run.
  */
-static void rseq_slice_unhook(struct ftrace_ops *ops, const char *what)
+void rseq_slice_unhook(struct ftrace_ops *ops, const char *what)
 {
 	int ret = unregister_ftrace_function(ops);
 
@@ -335,12 +387,36 @@ unhook_switch:
 	return ret;
 }
 
-/* Hooks mutex held: register or remove the hot hooks as the state asks. */
+/* Hooks mutex held: register or remove the yield's hook as the state asks. */
+static int rseq_slice_yield_sync(void)
+{
+	bool want = rseq_slice_ready && rseq_slice_task_merged_count() > 0;
+	int ret = 0;
+
+	lockdep_assert_held(&rseq_slice_hooks_mutex);
+	if (want == rseq_slice_yield_armed)
+		return 0;
+	if (want && rseq_slice_stuck)
+		return -EIO;
+	if (want)
+		ret = register_ftrace_function(&rseq_slice_yield_ops);
+	else
+		rseq_slice_unhook(&rseq_slice_yield_ops, "rseq_slice_yield()");
+	if (!ret)
+		rseq_slice_yield_armed = want;
+	return ret;
+}
+
+/* Hooks mutex held: register or remove the hooks as the state asks. */
 static int rseq_slice_hooks_sync(void)
 {
 	bool want;
+	int ret;
 
 	lockdep_assert_held(&rseq_slice_hooks_mutex);
+	ret = rseq_slice_yield_sync();
+	if (ret)
+		return ret;
 	want = rseq_slice_ready && READ_ONCE(rseq_slice_enabled) && rseq_slice_task_count() > 0;
 	if (want == rseq_slice_armed)
 		return 0;
@@ -372,11 +448,11 @@ static void rseq_slice_hooks_release(void)
 }
 
 /*
- * RSEQ_SLICE_IOC_ENABLE for current's control word at @uaddr (validated
- * by the caller). Process context, may sleep. Returns 0 or the ABI's
- * errno.
+ * Register current's control word at @uaddr (validated by the caller):
+ * RSEQ_SLICE_IOC_ENABLE, or with @merged the prctl. Process context, may
+ * sleep. Returns 0 or the ABI's errno.
  */
-int rseq_slice_hooks_register_current(u64 uaddr)
+int rseq_slice_hooks_register_current(u64 uaddr, bool merged)
 {
 	struct rseq_slice_task *st;
 	bool added;
@@ -386,18 +462,19 @@ int rseq_slice_hooks_register_current(u64 uaddr)
 	if (!READ_ONCE(rseq_slice_enabled))
 		return -EOPNOTSUPP;
 	/*
-	 * Another word is EBUSY whatever the new address is: only this
-	 * thread changes its registration, so the lockless answer holds.
+	 * Another word, or enabled the other way, is EBUSY whatever the new
+	 * address is: only this thread changes its registration, so the
+	 * lockless answer holds.
 	 */
 	rcu_read_lock();
 	st = rseq_slice_task_find(current);
-	ret = st && st->uaddr != uaddr ? -EBUSY : 0;
+	ret = st && (st->uaddr != uaddr || st->w.merged != merged) ? -EBUSY : 0;
 	rcu_read_unlock();
 	if (ret)
 		return ret;
 
 	/* The pin may fault for as long as the word's file system likes. */
-	st = rseq_slice_task_prepare(uaddr);
+	st = rseq_slice_task_prepare(uaddr, merged);
 	if (IS_ERR(st))
 		return PTR_ERR(st);
 
@@ -425,8 +502,9 @@ unlock:
 }
 
 /*
- * RSEQ_SLICE_IOC_DISABLE: drop current's registration, if any. Process
- * context. Returns true if there was one.
+ * Drop current's registration, if any: RSEQ_SLICE_IOC_DISABLE, the prctl,
+ * or an rseq area that went away. Any context of current; never sleeps.
+ * Returns true if there was one.
  */
 bool rseq_slice_hooks_unregister_current(void)
 {
@@ -500,6 +578,7 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 {
 	static const char * const schedule_names[] = { "schedule", NULL };
 	static const char * const signal_names[] = { "arch_do_signal_or_restart", NULL };
+	static const char * const yield_names[] = { "syscall_exit_to_user_mode_prepare", NULL };
 	/* 6.1 has only a constant-propagated copy of the static function. */
 	static const char * const syscall_names[] = {
 		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
@@ -528,6 +607,9 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 	ret = rseq_slice_set_filter(&rseq_slice_signal_ops, signal_names);
 	if (ret)
 		goto free_filters;
+	ret = rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
+	if (ret)
+		goto free_filters;
 
 	ret = tracepoint_probe_register(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	if (ret)
@@ -548,20 +630,33 @@ free_filters:
 	ftrace_free_filter(&rseq_slice_schedule_ops);
 	ftrace_free_filter(&rseq_slice_syscall_ops);
 	ftrace_free_filter(&rseq_slice_signal_ops);
+	ftrace_free_filter(&rseq_slice_yield_ops);
 	pr_err("cannot set up hooks: %d\n", ret);
 	return ret;
 }
 
 /*
- * Unload: remove every hook and end every grant. Afterwards no code of
- * this module runs on behalf of any thread and no grant exists.
+ * Unload begins: remove the hot hooks and end every grant; from here on
+ * nothing is armed again, and a hook that will not go makes unload wait
+ * instead of pinning the module.
  */
-void rseq_slice_hooks_exit(void)
+void rseq_slice_hooks_stop(void)
 {
 	mutex_lock(&rseq_slice_hooks_mutex);
 	rseq_slice_ready = false;
 	rseq_slice_hooks_sync();
 	mutex_unlock(&rseq_slice_hooks_mutex);
+}
+
+/*
+ * Unload, after rseq_slice_hooks_stop() and after the last caller that
+ * can register is gone: remove what is left. Afterwards no code of this
+ * file runs on behalf of any thread.
+ */
+void rseq_slice_hooks_exit(void)
+{
+	/* Disarms anything a late registration armed (none: not ready). */
+	rseq_slice_hooks_stop();
 
 	rseq_slice_unhook_tp(rseq_slice_tp_exec, rseq_slice_exec_probe, "sched_process_exec");
 	rseq_slice_unhook_tp(rseq_slice_tp_exit, rseq_slice_exit_probe, "sched_process_exit");
@@ -571,4 +666,5 @@ void rseq_slice_hooks_exit(void)
 	ftrace_free_filter(&rseq_slice_schedule_ops);
 	ftrace_free_filter(&rseq_slice_syscall_ops);
 	ftrace_free_filter(&rseq_slice_signal_ops);
+	ftrace_free_filter(&rseq_slice_yield_ops);
 }

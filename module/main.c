@@ -24,7 +24,7 @@ static int rseq_slice_enable(const void __user *arg)
 		return -EFAULT;
 	if (reg.flags || reg.reserved || (reg.ctrl & (sizeof(u32) - 1)))
 		return -EINVAL;
-	return rseq_slice_hooks_register_current(reg.ctrl);
+	return rseq_slice_hooks_register_current(reg.ctrl, false);
 }
 
 static int rseq_slice_disable(void)
@@ -119,10 +119,21 @@ static int __init rseq_slice_init(void)
 	ret = rseq_slice_symbols_init();
 	if (ret)
 		return ret;
+	/*
+	 * A kernel built with the feature has its own grants, prctl and
+	 * yield: two mechanisms on one control word would fight. Use the
+	 * kernel's.
+	 */
+	if (rseq_slice_symbol("rseq_slice_extension_prctl")) {
+		pr_err("this kernel has CONFIG_RSEQ_SLICE_EXTENSION: use its prctl(PR_RSEQ_SLICE_EXTENSION) instead\n");
+		return -EEXIST;
+	}
 	rseq_slice_grant_init();
 	ret = rseq_slice_hooks_init(&rseq_slice_fops);
 	if (ret)
 		return ret;
+	/* Reports its own failures and leaves the ioctls working. */
+	rseq_slice_merged_init();
 	rseq_slice_stats_init();
 	ret = misc_register(&rseq_slice_misc);
 	if (ret)
@@ -131,6 +142,8 @@ static int __init rseq_slice_init(void)
 
 remove_stats:
 	rseq_slice_stats_exit();
+	rseq_slice_hooks_stop();
+	rseq_slice_merged_exit();
 	rseq_slice_hooks_exit();
 	return ret;
 }
@@ -139,7 +152,11 @@ static void __exit rseq_slice_exit(void)
 {
 	misc_deregister(&rseq_slice_misc);
 	rseq_slice_stats_exit();
-	/* No hook, no grant after this... */
+	/* No grant from here on... */
+	rseq_slice_hooks_stop();
+	/* ...no prctl can register... */
+	rseq_slice_merged_exit();
+	/* ...no hook runs after this... */
 	rseq_slice_hooks_exit();
 	/* ...so the registrations can go, pins and all... */
 	rseq_slice_task_unregister_all();

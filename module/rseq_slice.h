@@ -7,6 +7,7 @@
  *   grant.c			a grant on a bare control word, its timer, counters
  *   task.c			registrations: which thread, which word, pinned
  *   hooks.c			the kernel hooks, arming them, the enabled switch
+ *   merged.c			merged upstream's prctl and yield system call
  *   stats.c			debugfs statistics, a read-only view of the above
  *   main.c			the device, its ioctls, module init and exit
  *
@@ -28,6 +29,7 @@
 #define RSEQ_SLICE_INTERNAL_H
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/fs.h>
 #include <linux/llist.h>
 #include <linux/percpu.h>
@@ -86,12 +88,30 @@ enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind, struct p
 /*
  * grant.c: what a grant needs of a thread, whoever registered it: its
  * control word (the kernel mapping of a pinned page, so that no access
- * faults or sleeps) and whether a system call's entry ended its grant
- * for a yield, for the yield call to report.
+ * faults or sleeps), the word's layout, and whether a system call's entry
+ * ended its grant for a yield, for the yield call to report.
+ *
+ * Two layouts, one meaning: REQUEST is bit 0 in both; GRANTED is bit 1 in
+ * v1's word (the ioctls) and the byte at offset 1 in merged upstream's
+ * struct rseq_slice_ctrl (the rseq area's slice_ctrl, enabled by prctl).
  */
+#define RSEQ_SLICE_MERGED_GRANTED	BIT(8)
+
 struct rseq_slice_word {
 	u32 *ctrl;
+	u32 granted;		/* RSEQ_SLICE_EXT_GRANTED or RSEQ_SLICE_MERGED_GRANTED */
+	bool merged;		/* enabled by prctl: merged upstream's rules */
 	bool yielded;
+};
+
+/* rseq_slice_yield()'s number in merged upstream, 64-bit and ia32 alike. */
+#define RSEQ_SLICE_NR_YIELD		471
+
+/* Which yield a system call is, if any (hooks.c tells, grant.c matches). */
+enum rseq_slice_yield_call {
+	RSEQ_SLICE_CALL_OTHER,
+	RSEQ_SLICE_CALL_IOCTL,		/* RSEQ_SLICE_IOC_YIELD on our device */
+	RSEQ_SLICE_CALL_MERGED,		/* rseq_slice_yield(), number 471 */
 };
 
 /* Any context of the word's owner: has it asked for an extension? */
@@ -123,9 +143,10 @@ void rseq_slice_grant_exit(void);
 bool rseq_slice_grant_try(struct rseq_slice_word *w);
 bool rseq_slice_grant_end_current(enum rseq_slice_end why);
 bool rseq_slice_grant_switch_out(struct task_struct *prev);
-void rseq_slice_grant_syscall(bool yield);
+void rseq_slice_grant_syscall(enum rseq_slice_yield_call call);
 void rseq_slice_grant_end_all(void);
 int rseq_slice_grant_yield(struct rseq_slice_word *w);
+int rseq_slice_grant_yielded(struct rseq_slice_word *w);
 struct task_struct *rseq_slice_grant_holder(void);
 void rseq_slice_word_clear_request(struct rseq_slice_word *w);
 void rseq_slice_resched_current(void);
@@ -144,7 +165,10 @@ struct rseq_slice_task {
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
-struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr);
+/* offsetof(struct rseq, slice_ctrl) in merged upstream's struct rseq. */
+#define RSEQ_SLICE_CTRL_OFFSET		28
+
+struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged);
 void rseq_slice_task_discard(struct rseq_slice_task *st);
 int rseq_slice_task_install(struct rseq_slice_task *st, bool *added);
 bool rseq_slice_task_unregister_current(void);
@@ -153,12 +177,21 @@ void rseq_slice_task_unregister_all(void);
 void rseq_slice_task_flush(void);
 int rseq_slice_task_count(void);
 int rseq_slice_task_pinned(void);
+int rseq_slice_task_merged_count(void);
+bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
 
 /* hooks.c */
 int rseq_slice_hooks_init(const struct file_operations *fops);
+void rseq_slice_hooks_stop(void);
 void rseq_slice_hooks_exit(void);
-int rseq_slice_hooks_register_current(u64 uaddr);
+int rseq_slice_hooks_register_current(u64 uaddr, bool merged);
 bool rseq_slice_hooks_unregister_current(void);
+struct ftrace_ops;
+void rseq_slice_unhook(struct ftrace_ops *ops, const char *what);
+
+/* merged.c: upstream's prctl and rseq_slice_yield() */
+int rseq_slice_merged_init(void);
+void rseq_slice_merged_exit(void);
 
 /* stats.c */
 void rseq_slice_stats_init(void);

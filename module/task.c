@@ -41,11 +41,19 @@ static DEFINE_SPINLOCK(rseq_slice_tasks_lock);
 /* Registrations (the hooks stay armed while there are any) and pins. */
 static atomic_t rseq_slice_nr_threads = ATOMIC_INIT(0);
 static atomic_t rseq_slice_nr_pinned = ATOMIC_INIT(0);
+/* Of the registrations, those made by prctl (the yield's hook is armed). */
+static atomic_t rseq_slice_nr_merged = ATOMIC_INIT(0);
 
 /* Any context: how many threads are registered. */
 int rseq_slice_task_count(void)
 {
 	return atomic_read(&rseq_slice_nr_threads);
+}
+
+/* Any context: how many threads are registered through prctl. */
+int rseq_slice_task_merged_count(void)
+{
+	return atomic_read(&rseq_slice_nr_merged);
 }
 
 /* Any context: how many pages registrations hold pinned. */
@@ -110,6 +118,8 @@ static DECLARE_WORK(rseq_slice_free_work, rseq_slice_free_fn);
 static void rseq_slice_task_free(struct rseq_slice_task *st)
 {
 	atomic_dec(&rseq_slice_nr_threads);
+	if (st->w.merged)
+		atomic_dec(&rseq_slice_nr_merged);
 	if (llist_add(&st->free_node, &rseq_slice_free_list))
 		schedule_work(&rseq_slice_free_work);
 }
@@ -137,13 +147,15 @@ void rseq_slice_task_discard(struct rseq_slice_task *st)
 
 /*
  * ENABLE's first half: allocate, charge and pin a registration of the
- * control word at @uaddr for current, not yet in the hash. Process
+ * control word at @uaddr for current, not yet in the hash; @merged: the
+ * rseq area's slice_ctrl, enabled by prctl (merged upstream's layout and
+ * rules), else v1's word registered by the ioctl. Process
  * context, may sleep, and is called with no lock held: the pin may fault
  * on a file system that takes as long as it likes (FUSE, NFS), and that
  * wait must hold up nobody but this thread. The fault is killable.
  * Returns the registration or an ERR_PTR() of the ABI's errno.
  */
-struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
+struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 {
 	struct rseq_slice_task *st;
 	struct page *page;
@@ -205,6 +217,8 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr)
 	st->uaddr = uaddr;
 	st->page = page;
 	st->w.ctrl = page_address(page) + offset_in_page(uaddr);
+	st->w.merged = merged;
+	st->w.granted = merged ? RSEQ_SLICE_MERGED_GRANTED : RSEQ_SLICE_EXT_GRANTED;
 	return st;
 
 out_uncharge:
@@ -239,11 +253,14 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 		hash_add_rcu(rseq_slice_tasks, &st->node, (unsigned long)current);
 		spin_unlock(&rseq_slice_tasks_lock);
 		atomic_inc(&rseq_slice_nr_threads);
+		if (st->w.merged)
+			atomic_inc(&rseq_slice_nr_merged);
 		*added = true;
 		return 0;
 	}
-	if (old->uaddr != st->uaddr || old->page == st->page) {
-		int ret = old->uaddr == st->uaddr ? 0 : -EBUSY;
+	if (old->uaddr != st->uaddr || old->w.merged != st->w.merged || old->page == st->page) {
+		/* Enabled the other way, or with another word: EBUSY. */
+		int ret = old->uaddr == st->uaddr && old->w.merged == st->w.merged ? 0 : -EBUSY;
 
 		spin_unlock(&rseq_slice_tasks_lock);
 		rseq_slice_task_discard(st);
@@ -260,6 +277,8 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 	spin_unlock(&rseq_slice_tasks_lock);
 	/* rseq_slice_task_free() counts the old one out. */
 	atomic_inc(&rseq_slice_nr_threads);
+	if (st->w.merged)
+		atomic_inc(&rseq_slice_nr_merged);
 	rseq_slice_task_free(old);
 	return 0;
 }
@@ -326,4 +345,16 @@ void rseq_slice_task_unregister_all(void)
 		rseq_slice_task_free(st);
 	}
 	spin_unlock(&rseq_slice_tasks_lock);
+}
+
+/*
+ * A registration made by prctl follows the thread's rseq area: once the
+ * thread unregistered it or registered another one, the word is no longer
+ * the thread's slice_ctrl. Any context of the thread itself (it alone
+ * changes current->rseq, with its own system call).
+ */
+bool rseq_slice_task_area_moved(const struct rseq_slice_task *st)
+{
+	return st->w.merged &&
+	       (unsigned long)current->rseq + RSEQ_SLICE_CTRL_OFFSET != st->uaddr;
 }

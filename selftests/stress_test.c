@@ -273,7 +273,19 @@ static void *churn_closed_worker(void *arg)
 			}
 			c->sections++;
 		}
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		/*
+		 * Leave the section by the protocol, never by a plain store:
+		 * after the break REQUEST is still set, and a grant may come
+		 * between the last read and here. A plain store of 0 would
+		 * hide that GRANTED, and the open() below would then be a
+		 * system call inside a grant (SIGSEGV under the default
+		 * foreign_syscall=kill). With no file to yield on, wait for
+		 * the grant to end, as the loop above does.
+		 */
+		if (!(__atomic_fetch_and(&slice_self.ctrl, ~RSEQ_SLICE_EXT_REQUEST,
+					 __ATOMIC_RELAXED) & RSEQ_SLICE_EXT_REQUEST))
+			while (slice_word() & RSEQ_SLICE_EXT_GRANTED)
+				;
 	}
 	return NULL;
 }

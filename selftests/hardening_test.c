@@ -31,7 +31,7 @@
 
 #define MS		1000000ULL
 /* The bound on waiting for enough events, and on any one wait. */
-#define EVENT_BOUND_NS	(120000 * MS)
+#define EVENT_BOUND_NS	(240000 * MS)
 #define PG		4096
 
 /* Request until granted, within the bound: true if the thread holds one. */
@@ -190,12 +190,12 @@ static void signal_storm(struct __test_metadata *_metadata, int which)
 	munmap(c, PG);
 }
 
-TEST_F_TIMEOUT(hard, sigalrm_1khz_in_sections, 300)
+TEST_F_TIMEOUT(hard, sigalrm_1khz_in_sections, 420)
 {
 	signal_storm(_metadata, ITIMER_REAL);
 }
 
-TEST_F_TIMEOUT(hard, itimer_prof_1khz_in_sections, 300)
+TEST_F_TIMEOUT(hard, itimer_prof_1khz_in_sections, 420)
 {
 	signal_storm(_metadata, ITIMER_PROF);
 }
@@ -311,7 +311,7 @@ FIXTURE_TEARDOWN(switchout)
  * thread is preempted inside the call (preempt=full), at its resched
  * points (voluntary) or on its return (none): each is a switch-out.
  */
-TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
+TEST_F_TIMEOUT(switchout, in_kernel_work, 420)
 {
 	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
 	int switched = 0, kept = 0, rounds = 0;
@@ -349,7 +349,7 @@ TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
  * CPU, which then runs before write() returns to user space (on the
  * call's way out, or inside it on preemptible kernels).
  */
-TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
+TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 420)
 {
 	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
 	int switched = 0, kept = 0, rounds = 0;
@@ -466,7 +466,7 @@ static void *uffd_fn(void *arg)
 	return NULL;
 }
 
-TEST_F_TIMEOUT(switchout, blocking_page_fault, 300)
+TEST_F_TIMEOUT(switchout, blocking_page_fault, 420)
 {
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg;
@@ -875,7 +875,7 @@ static void replaced_then_reenabled(struct __test_metadata *_metadata,
 	}
 }
 
-TEST_F_TIMEOUT(remap, munmap_and_new_mapping, 300)
+TEST_F_TIMEOUT(remap, munmap_and_new_mapping, 420)
 {
 	void *again;
 
@@ -886,7 +886,7 @@ TEST_F_TIMEOUT(remap, munmap_and_new_mapping, 300)
 	replaced_then_reenabled(_metadata, self);
 }
 
-TEST_F_TIMEOUT(remap, madv_dontneed, 300)
+TEST_F_TIMEOUT(remap, madv_dontneed, 420)
 {
 	ASSERT_EQ(0, madvise(self->w, PG, MADV_DONTNEED));
 	replaced_then_reenabled(_metadata, self);
@@ -899,7 +899,7 @@ TEST_F_TIMEOUT(remap, madv_dontneed, 300)
  * descriptor, so any descriptor of the device works (a dup), and an
  * ioctl with the yield's number on another file is a foreign call.
  */
-TEST_F_TIMEOUT(hard, yield_through_a_dup, 300)
+TEST_F_TIMEOUT(hard, yield_through_a_dup, 420)
 {
 	struct noise n;
 	int fd, dupfd, i, live = 0;

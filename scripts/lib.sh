@@ -13,6 +13,10 @@
 #                             that two clones never build into one folder
 #   build/selftests-TREE/     static test binaries (kernel independent)
 #   ksft/                     kselftest_harness.h from linux-source-6.1
+#   apt-sid/                  a private apt configuration for Debian sid
+#                             (its lists and cache; the host's stay alone)
+#   upstream/                 linux-source-7.2's .deb from sid, and the part
+#                             of its source upstream's rseq selftests need
 #   debug-6.1/                the debug kernel (scripts/build-debug-kernel)
 
 RS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -180,9 +184,97 @@ rs_build_module() {
 	RS_TEST_MODULES=$out/kmod/ipmodify_hog.ko
 }
 
-# The static selftest binaries; sets RS_SELFTESTS (their folder).
+# Upstream's own rseq selftests (slice_test, check_optimized) come from
+# Debian's linux-source-7.2, which only Debian sid has. apt-get runs with a
+# private configuration under the cache: its own sources.list (sid, signed
+# by the host's debian-archive-keyring), lists, cache and an empty dpkg
+# status, so the host's sources and state are never touched. Only the
+# host's apt.conf.d settings (proxies, validity checks) still apply.
+RS_UPSTREAM_PKG=linux-source-7.2
+RS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+rs_sid_apt() {
+	local d=$RS_CACHE/apt-sid
+	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
+		"$d/state/lists/partial" "$d/cache/archives/partial"
+	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
+	echo "deb [signed-by=$RS_KEYRING] http://deb.debian.org/debian sid main" >"$d/etc/sources.list"
+	: >>"$d/status"
+	cat >"$d/apt.conf" <<EOF
+Dir::Etc::sourcelist "$d/etc/sources.list";
+Dir::Etc::sourceparts "$d/etc/sources.list.d";
+Dir::Etc::preferences "$d/etc/preferences";
+Dir::Etc::preferencesparts "$d/etc/preferences.d";
+Dir::Etc::trusted "$d/etc/trusted.gpg";
+Dir::Etc::trustedparts "$d/etc/trusted.gpg.d";
+Dir::State "$d/state";
+Dir::State::status "$d/status";
+Dir::Cache "$d/cache";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+APT::Sandbox::User "$(id -un)";
+Acquire::Languages "none";
+EOF
+	APT_CONFIG=$d/apt.conf apt-get -q "$@"
+}
+
+# rs_upstream_src: sets RS_UPSTREAM_SRC, the top of an extracted
+# linux-source-7.2 holding what upstream's rseq selftests need (their
+# folder, the selftest harness, tools/include), and RS_UPSTREAM_VERSION.
+# The .deb and the extracted part are cached: a warm machine does no
+# network access, and fresh clones share them. sid's lists are fetched
+# (private apt-get update) only when no .deb is cached yet and the lists
+# do not have it (not fetched yet, or naming a version sid dropped).
+rs_upstream_src() {
+	local base=$RS_CACHE/upstream deb v d top=$RS_UPSTREAM_PKG lock
+	mkdir -p "$base/dl"
+	# Two guests may start at once: one fetch at a time.
+	exec {lock}>"$base/.lock"
+	flock "$lock"
+	deb=$(ls "$base/${RS_UPSTREAM_PKG}_"*.deb 2>/dev/null | sort -V | tail -n1)
+	if [ -z "$deb" ]; then
+		rs_log "fetching $RS_UPSTREAM_PKG from Debian sid (private apt configuration: $RS_CACHE/apt-sid)"
+		rm -f "$base/dl/"*.deb
+		if ! (cd "$base/dl" && rs_sid_apt download "$RS_UPSTREAM_PKG" >/dev/null 2>&1); then
+			rs_sid_apt update >"$base/update.log" 2>&1 ||
+				{ cat "$base/update.log" >&2; rs_die "apt-get update of Debian sid failed"; }
+			(cd "$base/dl" && rs_sid_apt download "$RS_UPSTREAM_PKG" >&2) ||
+				rs_die "cannot download $RS_UPSTREAM_PKG from Debian sid (gone from sid?)"
+		fi
+		deb=$(ls "$base/dl/"*.deb)
+		mv "$deb" "$base/" && deb=$base/${deb##*/}
+	fi
+	v=$(dpkg-deb -f "$deb" Version) || rs_die "not a .deb: $deb"
+	d=$base/${RS_UPSTREAM_PKG}_$v
+	if [ ! -f "$d/.done" ]; then
+		rs_log "extracting upstream's rseq selftests from $RS_UPSTREAM_PKG $v"
+		rm -rf "$d"
+		mkdir -p "$d"
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$top.tar.xz" | xz -dc |
+			tar -x -C "$d" "$top/tools/testing/selftests/rseq" \
+				"$top/tools/testing/selftests/kselftest_harness.h" \
+				"$top/tools/testing/selftests/kselftest.h" \
+				"$top/tools/include" "$top/tools/arch/x86/include" "$top/COPYING" ||
+			rs_die "could not extract upstream's selftests from $deb"
+		touch "$d/.done"
+	fi
+	exec {lock}>&-
+	RS_UPSTREAM_SRC=$d/$top
+	RS_UPSTREAM_VERSION=$v
+}
+
+# The prebuilt upstream binaries (../shared/reference), where there are.
+RS_REFERENCE=$RS_TOP/../shared/reference
+
+# The static selftest binaries; sets RS_SELFTESTS (their folder). Besides
+# the project's own tests: upstream's slice_test and check_optimized,
+# built here, unmodified, from $RS_UPSTREAM_PKG (upstream_*), and copies
+# of the prebuilt ones (ref_*), for selftests/run_upstream.sh.
 rs_build_selftests() {
+	local ref=
 	RS_SELFTESTS=$RS_CACHE/build/selftests-$RS_TREE
-	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" >&2 ||
+	rs_upstream_src
+	[ -f "$RS_REFERENCE/slice_test" ] && ref=$(cd "$RS_REFERENCE" && pwd)
+	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" \
+		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" >&2 ||
 		rs_die "selftests did not build"
 }

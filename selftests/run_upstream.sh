@@ -1,0 +1,134 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs in the guest: upstream's own time slice selftest, unchanged, the way
+# upstream's run_timeslice_test.sh (Linux 7.2) runs it: glibc's rseq
+# registration off (GLIBC_TUNABLES=glibc.pthread.rseq=0), check_optimized
+# first (the "optimized", v2, rseq registration must work), then
+# slice_test, whose three variants (n2_2_50, n50_2_50, n2_2_50_no_yield)
+# each run 5 s. For each SET (default: "upstream ref") it runs
+# ./SET_check_optimized and ./SET_slice_test: upstream_* are built by the
+# project from Debian's linux-source-7.2, ref_* are the prebuilt ones of
+# ../shared/reference.
+#
+# Prints TAP. Unlike run_timeslice_test.sh, a check_optimized that fails
+# (where upstream's script skips) and a variant that skips are FAILURES.
+# Besides upstream's verdict, each variant must have exercised the
+# mechanism (upstream's test passes without a single grant): Yielded > 0
+# where it yields, Aborted > 0 and Yielded = 0 where it does not.
+# Prints each variant's counts, and rseq/stats (debugfs) before and after
+# each binary where it can be read.
+#
+# slice_test reads the clock with clock_gettime() inside its critical
+# sections. That is a system call unless the clocksource has a vDSO mode
+# (tsc): on hpet or acpi_pm every grant ends at the next clock read, and
+# no variant ever sees one, with upstream's own implementation too
+# (measured on the reference kernel with clocksource=hpet: Yielded 0,
+# Aborted 0). Under emulation the kernel may mark the TSC unstable and
+# switch at any time (6.1 does at boot); tsc=reliable on the command line
+# keeps it. The clocksource is printed with each binary's results.
+#   run_upstream [SET]...
+set -u
+GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.pthread.rseq=0"
+export GLIBC_TUNABLES
+STATS=/sys/kernel/debug/rseq/stats
+VARIANTS="n2_2_50 n50_2_50 n2_2_50_no_yield"
+CLOCK=/sys/devices/system/clocksource/clocksource0/current_clocksource
+SETS=${*:-upstream ref}
+OUT=${TMPDIR:-/tmp}/run_upstream.$$
+
+n=0
+fails=0
+for s in $SETS; do n=$((n + 7)); done
+echo "1..$n"
+n=0
+ok() {
+	n=$((n + 1))
+	echo "ok $n - $*"
+}
+notok() {
+	n=$((n + 1))
+	fails=$((fails + 1))
+	echo "not ok $n - $*"
+}
+stats() {
+	if [ -r "$STATS" ]; then
+		echo "# rseq/stats $1:"
+		sed 's/^/#   /' "$STATS"
+	else
+		echo "# rseq/stats $1: $STATS not readable here"
+	fi
+}
+# count VARIANT NAME: the count slice_test printed for VARIANT ("# Yielded N").
+count() {
+	awk -v v="slice_ext.$1.slice_test" -v k="$2" '
+		$1 == "#" && $2 == "RUN" && $3 == v { on = 1; next }
+		on && /^(not )?ok / { exit }
+		on && $1 == "#" && $2 == k { print $3; exit }' "$OUT"
+}
+
+echo "# kernel: $(uname -r); GLIBC_TUNABLES=$GLIBC_TUNABLES"
+for s in $SETS; do
+	co=./${s}_check_optimized
+	st=./${s}_slice_test
+	echo "# === $s: $co, then $st"
+	if [ ! -x "$co" ] || [ ! -x "$st" ]; then
+		notok "$s: $co or $st is missing"
+		for v in $VARIANTS; do
+			notok "$s slice_test $v: not run"
+			notok "$s slice_test $v: not run"
+		done
+		continue
+	fi
+	"$co"
+	rc=$?
+	if [ $rc = 0 ]; then
+		ok "$s check_optimized: the optimized (v2) rseq registration works"
+	else
+		notok "$s check_optimized exited $rc (run_timeslice_test.sh would skip the test: a failure here)"
+	fi
+	stats "before $s slice_test"
+	cs0=$(cat $CLOCK 2>/dev/null)
+	"$st" >"$OUT" 2>&1
+	rc=$?
+	cs1=$(cat $CLOCK 2>/dev/null)
+	sed 's/^/# | /' "$OUT"
+	stats "after $s slice_test"
+	echo "# clocksource: $cs0 before $s slice_test, $cs1 after"
+	hint=
+	case "$cs0 $cs1" in
+	tsc*" "tsc*) ;;
+	*) hint=" (clocksource $cs0/$cs1: clock_gettime() may be a system call here, which ends each grant inside slice_test's critical section; boot with tsc=reliable)" ;;
+	esac
+	for v in $VARIANTS; do
+		line=$(grep -E "^(not )?ok [0-9]+ slice_ext\.$v\.slice_test" "$OUT" | head -n1)
+		case "$line" in
+		"") notok "$s slice_test $v: no result (slice_test exited $rc)" ;;
+		ok*"# SKIP"*) notok "$s slice_test $v: skipped, a failure here (${line#*# SKIP})" ;;
+		ok*) ok "$s slice_test $v: passed" ;;
+		*) notok "$s slice_test $v: failed" ;;
+		esac
+		su=$(count "$v" Success)
+		y=$(count "$v" Yielded)
+		a=$(count "$v" Aborted)
+		sc=$(count "$v" Scheduled)
+		r=$(count "$v" Raced)
+		echo "# counts $s $v: Success ${su:-?} Yielded ${y:-?} Aborted ${a:-?} Scheduled ${sc:-?} Raced ${r:-?}"
+		case "$v" in
+		*_no_yield)
+			if [ "${a:-0}" -gt 0 ] && [ "${y:-1}" = 0 ]; then
+				ok "$s slice_test $v: exercised (Aborted ${a}, Yielded 0)"
+			else
+				notok "$s slice_test $v: not exercised (want Aborted > 0, Yielded 0; got ${a:-?}, ${y:-?})$hint"
+			fi ;;
+		*)
+			if [ "${y:-0}" -gt 0 ]; then
+				ok "$s slice_test $v: exercised (Yielded $y)"
+			else
+				notok "$s slice_test $v: not exercised (want Yielded > 0, got ${y:-?})$hint"
+			fi ;;
+		esac
+	done
+done
+rm -f "$OUT"
+echo "# run_upstream: $fails of $n failed"
+[ $fails = 0 ]

@@ -226,7 +226,7 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 		return;
 	st = rseq_slice_task_find(current);
 	/* Only this thread writes its yield flag. */
-	if (st && st->w.merged)
+	if (st && st->w.merged && !rseq_slice_task_area_moved(st))
 		regs->ax = rseq_slice_grant_yielded(&st->w);
 	ftrace_test_recursion_unlock(bit);
 }

@@ -27,30 +27,37 @@ static int rseq_slice_enable(const void __user *arg)
 	return rseq_slice_hooks_register_current(reg.ctrl, false);
 }
 
+/*
+ * Current's registration if the ioctl made it, else NULL: each ABI sees
+ * only its own (a thread enabled through prctl is not enabled here). Only
+ * this thread can remove its registration, so the pointer stays valid.
+ */
+static struct rseq_slice_task *rseq_slice_ioctl_task(void)
+{
+	struct rseq_slice_task *st;
+
+	rcu_read_lock();
+	st = rseq_slice_task_find(current);
+	rcu_read_unlock();
+	return st && !st->w.merged ? st : NULL;
+}
+
 static int rseq_slice_disable(void)
 {
-	rseq_slice_hooks_unregister_current();
+	if (rseq_slice_ioctl_task())
+		rseq_slice_hooks_unregister_current();
 	return 0;
 }
 
 static int rseq_slice_get(void)
 {
-	bool on;
-
-	rcu_read_lock();
-	on = rseq_slice_task_find(current);
-	rcu_read_unlock();
-	return on;
+	return !!rseq_slice_ioctl_task();
 }
 
 static int rseq_slice_yield(void)
 {
-	struct rseq_slice_task *st;
+	struct rseq_slice_task *st = rseq_slice_ioctl_task();
 
-	/* Only this thread can remove its registration: st stays valid. */
-	rcu_read_lock();
-	st = rseq_slice_task_find(current);
-	rcu_read_unlock();
 	return rseq_slice_grant_yield(st ? &st->w : NULL);
 }
 

@@ -325,7 +325,8 @@ void rseq_slice_task_clear_request(struct task_struct *task)
 
 	lockdep_assert_preemption_disabled();
 	st = rseq_slice_task_find(task);
-	if (unlikely(st))
+	/* A word the thread's rseq area no longer holds is not touched. */
+	if (unlikely(st) && !rseq_slice_task_area_moved(st))
 		rseq_slice_word_clear_request(&st->w);
 }
 
@@ -350,7 +351,8 @@ void rseq_slice_task_unregister_all(void)
 /*
  * A registration made by prctl follows the thread's rseq area: once the
  * thread unregistered it or registered another one, the word is no longer
- * the thread's slice_ctrl. Any context of the thread itself (it alone
+ * the thread's slice_ctrl, and is neither granted nor written again. Any
+ * context of the thread itself, including prev at its switch (it alone
  * changes current->rseq, with its own system call).
  */
 bool rseq_slice_task_area_moved(const struct rseq_slice_task *st)

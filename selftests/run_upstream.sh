@@ -86,46 +86,59 @@ for s in $SETS; do
 	else
 		notok "$s check_optimized exited $rc (run_timeslice_test.sh would skip the test: a failure here)"
 	fi
-	stats "before $s slice_test"
-	cs0=$(cat $CLOCK 2>/dev/null)
-	"$st" >"$OUT" 2>&1
-	rc=$?
-	cs1=$(cat $CLOCK 2>/dev/null)
-	sed 's/^/# | /' "$OUT"
-	stats "after $s slice_test"
-	echo "# clocksource: $cs0 before $s slice_test, $cs1 after"
+	# Upstream's variants run a fixed 5 s each: on a loaded host one may
+	# see no grant in it. Run the binary again (up to 8 times) until each
+	# variant has been exercised once; upstream's verdict must hold in
+	# every run.
+	need=$VARIANTS
+	bad=
+	runs=0
+	while [ -n "$need" ] && [ $runs -lt 8 ]; do
+		runs=$((runs + 1))
+		stats "before $s slice_test (run $runs)"
+		cs0=$(cat $CLOCK 2>/dev/null)
+		"$st" >"$OUT" 2>&1
+		rc=$?
+		cs1=$(cat $CLOCK 2>/dev/null)
+		sed 's/^/# | /' "$OUT"
+		stats "after $s slice_test (run $runs)"
+		echo "# clocksource: $cs0 before $s slice_test, $cs1 after"
+		left=
+		for v in $VARIANTS; do
+			line=$(grep -E "^(not )?ok [0-9]+ slice_ext\.$v\.slice_test" "$OUT" | head -n1)
+			case "$line" in
+			"") bad="$bad $v:no-result(rc=$rc)" ;;
+			ok*"# SKIP"*) bad="$bad $v:skipped(${line#*# SKIP})" ;;
+			ok*) ;;
+			*) bad="$bad $v:failed" ;;
+			esac
+			y=$(count "$v" Yielded)
+			a=$(count "$v" Aborted)
+			echo "# counts $s $v run $runs: Success $(count "$v" Success) Yielded ${y:-?} Aborted ${a:-?} Scheduled $(count "$v" Scheduled) Raced $(count "$v" Raced)"
+			case " $need " in *" $v "*) ;; *) continue ;; esac
+			case "$v" in
+			*_no_yield) [ "${a:-0}" -gt 0 ] && [ "${y:-1}" = 0 ] && continue ;;
+			*) [ "${y:-0}" -gt 0 ] && continue ;;
+			esac
+			left="$left $v"
+		done
+		need=${left# }
+	done
 	hint=
 	case "$cs0 $cs1" in
 	tsc*" "tsc*) ;;
 	*) hint=" (clocksource $cs0/$cs1: clock_gettime() may be a system call here, which ends each grant inside slice_test's critical section; boot with tsc=reliable)" ;;
 	esac
 	for v in $VARIANTS; do
-		line=$(grep -E "^(not )?ok [0-9]+ slice_ext\.$v\.slice_test" "$OUT" | head -n1)
-		case "$line" in
-		"") notok "$s slice_test $v: no result (slice_test exited $rc)" ;;
-		ok*"# SKIP"*) notok "$s slice_test $v: skipped, a failure here (${line#*# SKIP})" ;;
-		ok*) ok "$s slice_test $v: passed" ;;
-		*) notok "$s slice_test $v: failed" ;;
+		case "$bad " in
+		*" $v:"*) notok "$s slice_test $v: upstream's verdict in $runs runs:$bad" ;;
+		*) ok "$s slice_test $v: passed in each of $runs runs" ;;
 		esac
-		su=$(count "$v" Success)
-		y=$(count "$v" Yielded)
-		a=$(count "$v" Aborted)
-		sc=$(count "$v" Scheduled)
-		r=$(count "$v" Raced)
-		echo "# counts $s $v: Success ${su:-?} Yielded ${y:-?} Aborted ${a:-?} Scheduled ${sc:-?} Raced ${r:-?}"
-		case "$v" in
-		*_no_yield)
-			if [ "${a:-0}" -gt 0 ] && [ "${y:-1}" = 0 ]; then
-				ok "$s slice_test $v: exercised (Aborted ${a}, Yielded 0)"
-			else
-				notok "$s slice_test $v: not exercised (want Aborted > 0, Yielded 0; got ${a:-?}, ${y:-?})$hint"
-			fi ;;
-		*)
-			if [ "${y:-0}" -gt 0 ]; then
-				ok "$s slice_test $v: exercised (Yielded $y)"
-			else
-				notok "$s slice_test $v: not exercised (want Yielded > 0, got ${y:-?})$hint"
-			fi ;;
+	done
+	for v in $VARIANTS; do
+		case " $need " in
+		*" $v "*) notok "$s slice_test $v: not exercised in $runs runs (yield variants want Yielded > 0, no_yield Aborted > 0 with Yielded 0)$hint" ;;
+		*) ok "$s slice_test $v: exercised" ;;
 		esac
 	done
 done

@@ -8,7 +8,7 @@
  *   task.c			registrations: which thread, which word, pinned
  *   hooks.c			the kernel hooks, arming them, the enabled switch
  *   merged.c			merged upstream's prctl and yield system call
- *   stats.c			debugfs statistics, a read-only view of the above
+ *   stats.c			debugfs: statistics (a read-only view), upstream's names
  *   main.c			the device, its ioctls, module init and exit
  *
  * Who touches what, and from where:

@@ -7,7 +7,7 @@
  *   grant.c			a grant on a bare control word, its timer, counters
  *   task.c			registrations: which thread, which word, pinned
  *   hooks.c			the kernel hooks, arming them, the enabled switch
- *   merged.c			merged upstream's prctl and yield system call
+ *   merged.c			merged upstream's prctl
  *   stats.c			debugfs: statistics (a read-only view), upstream's names
  *   main.c			the device, its ioctls, module init and exit
  *
@@ -189,7 +189,7 @@ bool rseq_slice_hooks_unregister_current(void);
 struct ftrace_ops;
 void rseq_slice_unhook(struct ftrace_ops *ops, const char *what);
 
-/* merged.c: upstream's prctl and rseq_slice_yield() */
+/* merged.c: upstream's prctl */
 int rseq_slice_merged_init(void);
 void rseq_slice_merged_exit(void);
 

@@ -88,8 +88,8 @@ run() {
 
 run root 20 ./abi_test
 run user 20 ./abi_test
-run root 25 ./semantics_test
-run user 25 ./semantics_test
+run root 26 ./semantics_test
+run user 26 ./semantics_test
 run root 2 ./slice_test
 run user 2 ./slice_test
 run root 3 ./fuzz_test

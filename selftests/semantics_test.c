@@ -977,4 +977,93 @@ TEST(lifecycle_exec_drops)
 	}
 }
 
+/* Local timer interrupts taken so far by @cpu (/proc/interrupts, "LOC:"). */
+static long long local_timer_irqs(int cpu)
+{
+	char line[4096];
+	long long v = -1;
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+		int i;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "LOC:", 4))
+			continue;
+		p += 4;
+		for (i = 0; i <= cpu; i++)
+			v = strtoll(p, &p, 10);
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+/*
+ * Rule 1, "a reschedule pending": interrupts that return to a thread
+ * with REQUEST set but nothing else to run neither grant nor clear
+ * REQUEST. Alone on its CPU, the thread holds REQUEST over windows of
+ * 100 ms; a window counts when it saw timer interrupts (from
+ * /proc/interrupts, read outside the window) and nothing else took the
+ * CPU (the word still reads REQUEST). A kernel worker waking there
+ * spoils a window; the test runs until one is clean.
+ */
+FIXTURE(rule1)
+{
+};
+
+FIXTURE_SETUP(rule1)
+{
+}
+
+FIXTURE_TEARDOWN(rule1)
+{
+}
+
+TEST_F_TIMEOUT(rule1, no_grant_without_reschedule, 300)
+{
+	int cpu = slice_test_cpu(), windows = 0;
+	long long g0 = slice_stat("sgrant"), d0 = slice_stat("sdeny");
+	uint64_t end = now_ns() + 240 * 1000000000ULL;
+	long long ticks = 0;
+	bool clean = false;
+
+	tsc_calibrate();
+	ASSERT_EQ(0, pin_self(cpu));
+	ASSERT_EQ(0, slice_enable_self());
+	ASSERT_LE(0, local_timer_irqs(cpu));
+	while (!clean && now_ns() < end) {
+		long long t0 = local_timer_irqs(cpu), g = slice_stat("sgrant");
+		uint64_t stop = tsc_ns() + 100 * 1000000ULL;
+		uint32_t w = RSEQ_SLICE_EXT_REQUEST;
+
+		windows++;
+		__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+		while (tsc_ns() < stop && (w = slice_word()) == RSEQ_SLICE_EXT_REQUEST)
+			;
+		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		if (w & RSEQ_SLICE_EXT_GRANTED) {
+			/* A grant is a reschedule: let it end before the next call. */
+			while (slice_word() & RSEQ_SLICE_EXT_GRANTED)
+				;
+			continue;
+		}
+		ticks = local_timer_irqs(cpu) - t0;
+		/* Root can also see that no grant was counted meanwhile. */
+		clean = w == RSEQ_SLICE_EXT_REQUEST && ticks >= 5 &&
+			(g < 0 || slice_stat("sgrant") == g);
+	}
+	ksft_print_msg("%d windows of 100 ms; the clean one took %lld timer interrupts with REQUEST set\n",
+		       windows, ticks);
+	ASSERT_TRUE(clean) TH_LOG("no window without another task on CPU %d", cpu);
+	if (g0 >= 0)
+		ksft_print_msg("sgrant +%lld, sdeny +%lld over all windows\n",
+			       slice_stat("sgrant") - g0, slice_stat("sdeny") - d0);
+	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+}
+
 TEST_HARNESS_MAIN

@@ -57,6 +57,7 @@ run() {
 	shift 2
 	binaries=$((binaries + 1))
 	echo "# === $* (as $who)"
+	t0=$(cut -d. -f1 /proc/uptime)
 	if [ "$who" = root ]; then
 		"$@" >/tmp/tap 2>&1
 	else
@@ -64,6 +65,7 @@ run() {
 	fi
 	rc=$?
 	cat /tmp/tap
+	echo "# took $(($(cut -d. -f1 /proc/uptime) - t0)) s: $* (as $who)"
 	plan=$(sed -n 's/^1\.\.\([0-9]*\)$/\1/p' /tmp/tap | head -n1)
 	got=$(grep -cE '^(not )?ok ' /tmp/tap)
 	bad=$(grep -c '^not ok ' /tmp/tap)

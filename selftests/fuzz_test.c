@@ -419,41 +419,32 @@ static void fuzz_one(struct fuzz_thread *t, int own_fd)
 
 /*
  * REQUEST in the registered word, spin a little without entering the
- * kernel, then end the way rseq_slice_end() does: clear REQUEST with a
- * CPU-local BTR; if it was already clear and GRANTED is set, yield.
+ * kernel, then end the way rseq_slice_end() does (rseq_slice_word_end():
+ * clear REQUEST with a CPU-local test-and-clear; if it was already clear
+ * and GRANTED is set, yield).
  */
 static void dance(struct fuzz_thread *t, int fd)
 {
 	uint32_t *w = (uint32_t *)(uintptr_t)t->reg;
-	uint64_t end = rdtsc() + (uint64_t)((double)(1000 + rndn(t, 200000)) * tsc_per_ns);
-	unsigned char was_set;
-	uint32_t v;
-	long ret;
+	uint64_t end = rseq_slice_rdtsc() + rseq_slice_ns_to_tsc(1000 + rndn(t, 200000));
+	int r;
 
 	t->dances++;
-	if (__atomic_load_n(w, __ATOMIC_RELAXED))
+	if (rseq_slice_word_load(w))
 		t->dance_bad++;		/* a stale bit: the kernel left it behind */
-	__atomic_store_n(w, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
-	while (__atomic_load_n(w, __ATOMIC_RELAXED) == RSEQ_SLICE_EXT_REQUEST && rdtsc() < end)
+	rseq_slice_word_request(w);
+	while (rseq_slice_word_load(w) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_rdtsc() < end)
 		;
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (*w), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
-			     : "cc", "memory");
-	if (was_set)
-		return;
-	v = __atomic_load_n(w, __ATOMIC_RELAXED);
-	if (!(v & RSEQ_SLICE_EXT_GRANTED))
-		return;		/* interrupted without a grant */
+	r = rseq_slice_word_end(w, fd);
+	if (r == RSEQ_SLICE_END_SUCCESS || r == RSEQ_SLICE_END_SCHEDULED)
+		return;		/* not granted */
 	t->grants++;
-	ret = rseq_slice_yield_fd(fd);
 	t->calls++;
-	if (ret == 1)
+	if (r == RSEQ_SLICE_END_YIELDED)
 		t->live_yields++;
-	else if (ret != 0)
+	else if (r != RSEQ_SLICE_END_RACED)
 		t->dance_bad++;
-	if (__atomic_load_n(w, __ATOMIC_RELAXED))
+	if (rseq_slice_word_load(w))
 		t->dance_bad++;		/* GRANTED must be gone after the yield */
 }
 
@@ -586,7 +577,7 @@ FIXTURE_SETUP(fuzz)
 	ASSERT_EQ(0, ioctl(self->shared_fd, RSEQ_SLICE_IOC_INFO, &info));
 	if (!(info.flags & RSEQ_SLICE_INFO_ENABLED))
 		SKIP(return, "the module is disabled (enabled=0)");
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 
 	ro_page = mmap(NULL, 2 * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro_page);

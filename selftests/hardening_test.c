@@ -37,13 +37,13 @@
 /* Request until granted, within the bound: true if the thread holds one. */
 static bool get_grant(uint32_t *w)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		if (request_wait(w, 200 * MS) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	st(w, 0);
+	rseq_slice_word_store(w, 0);
 	return false;
 }
 
@@ -65,7 +65,7 @@ FIXTURE(hard)
 
 FIXTURE_SETUP(hard)
 {
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(hard)
@@ -95,14 +95,14 @@ static struct sig_counts *sigc;
 
 static void sig_handler(int sig)
 {
-	uint64_t end = tsc_ns() + 20000;
+	uint64_t end = rseq_slice_tsc_ns() + 20000;
 	uint32_t w = slice_word();
 
 	sigc->signals++;
 	if (w & RSEQ_SLICE_EXT_REQUEST)
 		sigc->req_in_handler++;
 	/* Spin a little, as a profiler's handler does: a grant would show. */
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		if (slice_word() & RSEQ_SLICE_EXT_GRANTED) {
 			sigc->grant_in_handler++;
 			return;
@@ -114,7 +114,7 @@ static int sig_child(int which, struct sig_counts *c)
 {
 	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
 	int sig = which == ITIMER_PROF ? SIGPROF : SIGALRM;
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 	struct sigaction sa = { .sa_handler = sig_handler };
 	struct noise noise;
 	sigset_t set;
@@ -133,9 +133,9 @@ static int sig_child(int which, struct sig_counts *c)
 	if (setitimer(which, &it, NULL))
 		return 22;
 	/* Enough signals inside sections, and grants alongside them. */
-	while ((c->signals < 2000 || c->yielded < 20) && tsc_ns() < end) {
+	while ((c->signals < 2000 || c->yielded < 20) && rseq_slice_tsc_ns() < end) {
 		rseq_slice_begin(&slice_self);
-		busy_wait_ns(5000);
+		rseq_slice_busy_wait_ns(5000);
 		switch (rseq_slice_end(&slice_self)) {
 		case RSEQ_SLICE_END_SUCCESS:
 			c->success++;
@@ -168,7 +168,7 @@ static void signal_storm(struct __test_metadata *_metadata, int which)
 	pid_t pid;
 
 	ASSERT_NE(MAP_FAILED, c);
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
@@ -274,7 +274,7 @@ static void drop_grant(void)
 {
 	if (slice_word() & RSEQ_SLICE_EXT_GRANTED)
 		slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
-	st(&slice_self.ctrl, 0);
+	rseq_slice_word_store(&slice_self.ctrl, 0);
 }
 
 FIXTURE(switchout)
@@ -295,7 +295,7 @@ FIXTURE_SETUP(switchout)
 	ASSERT_NE(NULL, self->buf);
 	self->zero = open("/dev/zero", O_RDONLY);
 	ASSERT_LE(0, self->zero);
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(switchout)
@@ -313,16 +313,16 @@ FIXTURE_TEARDOWN(switchout)
  */
 TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 	int switched = 0, kept = 0, rounds = 0;
 
 	ASSERT_EQ(0, witness_start(&self->w, 0));
-	while (switched < 50 && tsc_ns() < end) {
+	while (switched < 50 && rseq_slice_tsc_ns() < end) {
 		int k = foreign_kills;
 		unsigned long r0, r1;
 		uint32_t v;
 
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		r0 = self->w.runs;
 		/* A caught SIGSEGV (see count_kill()) may cut the read short. */
 		if (read(self->zero, self->buf, 1 << 20) < 0 && errno != EINTR)
@@ -351,18 +351,18 @@ TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
  */
 TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 	int switched = 0, kept = 0, rounds = 0;
 
 	ASSERT_EQ(0, witness_start(&self->w, 1));
-	while (switched < 50 && tsc_ns() < end) {
+	while (switched < 50 && rseq_slice_tsc_ns() < end) {
 		int k = foreign_kills;
 		unsigned long r0, r1;
 		uint32_t v;
 
 		/* Let the reader block in read() first. */
-		busy_wait_ns(200000);
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		rseq_slice_busy_wait_ns(200000);
+		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		r0 = self->w.runs;
 		if (write(self->w.pipefd[1], "x", 1) != 1 && errno != EINTR)
 			break;
@@ -499,7 +499,7 @@ TEST_F_TIMEOUT(switchout, blocking_page_fault, 300)
 		u.ready = round;
 		while (u.armed != round)
 			;
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		(void)*(volatile char *)(u.area + i * PG);
 		v = slice_word();
 		if (u.slept == round) {
@@ -621,13 +621,13 @@ static bool get_grant_counting(uint32_t *w)
 	long i, tries;
 
 	for (tries = 0; tries < 100000; tries++) {
-		st(w, RSEQ_SLICE_EXT_REQUEST);
-		for (i = 0; i < 10000000 && ld(w) == RSEQ_SLICE_EXT_REQUEST; i++)
+		rseq_slice_word_store(w, RSEQ_SLICE_EXT_REQUEST);
+		for (i = 0; i < 10000000 && rseq_slice_word_load(w) == RSEQ_SLICE_EXT_REQUEST; i++)
 			;
-		if (ld(w) == RSEQ_SLICE_EXT_GRANTED)
+		if (rseq_slice_word_load(w) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	st(w, 0);
+	rseq_slice_word_store(w, 0);
 	return false;
 }
 
@@ -810,18 +810,18 @@ TEST_F_TIMEOUT(hard, ptrace_sees_the_call, 600)
 /* Grants answered on @w within the bound: true if one came. */
 static bool granted_on(uint32_t *w, int fd)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		uint32_t v = request_wait(w, 200 * MS);
 
 		if (v == RSEQ_SLICE_EXT_GRANTED) {
 			slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD);
-			st(w, 0);
+			rseq_slice_word_store(w, 0);
 			return true;
 		}
 	}
-	st(w, 0);
+	rseq_slice_word_store(w, 0);
 	return false;
 }
 
@@ -865,7 +865,7 @@ static void replaced_then_reenabled(struct __test_metadata *_metadata,
 
 	/* The old page gets the kernel's writes: the word sees none. */
 	EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, request_wait(self->w, 50 * MS));
-	st(self->w, 0);
+	rseq_slice_word_store(self->w, 0);
 	EXPECT_EQ(0, slice_enable_word(self->fd, self->w));
 	EXPECT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_TRUE(granted_on(self->w, self->fd));
@@ -910,7 +910,7 @@ TEST_F_TIMEOUT(hard, yield_through_a_dup, 300)
 	dupfd = dup(fd);
 	ASSERT_LE(0, dupfd);
 	ASSERT_EQ(0, noise_start(&n, slice_test_cpu(), 2000, 50000));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	for (i = 0; i < 200 && live < 5; i++) {
 		int ret;
 

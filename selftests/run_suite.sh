@@ -100,6 +100,8 @@ run root 3 ./fault_test
 run user 3 ./fault_test
 run root 4 ./compat32_test
 run user 4 ./compat32_test
+run root 6 ./lib_test
+run user 6 ./lib_test
 run user 5 ./device_test
 run root 5 ./device_test
 run root 4 ./stress_test

@@ -32,11 +32,11 @@
 /* Set REQUEST, spin until the kernel changes the word or @max_ns pass. */
 static uint32_t request_and_wait(uint64_t max_ns)
 {
-	uint64_t end = tsc_ns() + max_ns;
+	uint64_t end = rseq_slice_tsc_ns() + max_ns;
 	uint32_t w;
 
-	__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+	rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+	while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
 		;
 	return w;
 }
@@ -50,7 +50,7 @@ static bool wait_grant(void)
 		if (request_and_wait(WAIT_NS) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	rseq_slice_word_store(&slice_self.ctrl, 0);
 	return false;
 }
 
@@ -219,7 +219,7 @@ TEST_F_TIMEOUT(sem, yield_cancels_timer, 600)
 			live++;
 	}
 	/* Let a timer left behind by the last yield fire too. */
-	busy_wait_ns(2 * 1000 * 1000);
+	rseq_slice_busy_wait_ns(2 * 1000 * 1000);
 	slice_trace_event("timer/hrtimer_expire_entry", 0);
 	e = stat_delta("sexpir", e0);
 	fired = slice_trace_count("function=rseq_slice_timer_fn");
@@ -300,8 +300,6 @@ static volatile unsigned int sig_in_spin_hits, sig_saw_granted, sig_elsewhere;
 
 static void holder_handler(int sig)
 {
-	unsigned char was_set;
-
 	if (sig_in_spin) {
 		sig_in_spin_hits++;
 		if (slice_word() & RSEQ_SLICE_EXT_GRANTED)
@@ -315,11 +313,7 @@ static void holder_handler(int sig)
 	 * spin then sees its REQUEST answered without a grant.
 	 */
 	sig_elsewhere++;
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (slice_self.ctrl), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT) : "cc", "memory");
-	if (!was_set && (slice_word() & RSEQ_SLICE_EXT_GRANTED))
-		slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
+	rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
 }
 
 TEST_F_TIMEOUT(sem, signal_ends_grant, 600)
@@ -423,9 +417,9 @@ TEST_F(sem, rerequest_inside_grant_is_revoked)
 		ASSERT_EQ(0, w);
 	}
 	ASSERT_LT(i, 200);
-	end = tsc_ns() + WAIT_NS;
+	end = rseq_slice_tsc_ns() + WAIT_NS;
 	while ((w = slice_word()) == (RSEQ_SLICE_EXT_GRANTED | RSEQ_SLICE_EXT_REQUEST) &&
-	       tsc_ns() < end)
+	       rseq_slice_tsc_ns() < end)
 		;
 	EXPECT_EQ(0, w);
 	/*
@@ -465,7 +459,7 @@ TEST_F_TIMEOUT(sem, revoked_before_user_code, 120)
 
 		if (!wait_grant())
 			break;
-		t0 = tsc_ns();
+		t0 = rseq_slice_tsc_ns();
 		last = t0;
 		r0 = self->noise.rounds;
 		for (;;) {
@@ -480,10 +474,10 @@ TEST_F_TIMEOUT(sem, revoked_before_user_code, 120)
 			}
 			if (!(w & RSEQ_SLICE_EXT_GRANTED))
 				break;
-			last = tsc_ns();
+			last = rseq_slice_tsc_ns();
 		}
 		held[n++] = last - t0;
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
 	EXPECT_EQ(rounds, n);
 	EXPECT_EQ(0, stale);
@@ -520,13 +514,13 @@ TEST_F(sem, disabled_gives_no_grants)
 		SKIP(return, "needs root to write the enabled parameter");
 	ASSERT_EQ(0, slice_param_set("enabled", "0"));
 	ASSERT_EQ(1, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
-	end = tsc_ns() + 300 * 1000 * 1000ULL;
-	__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	while (tsc_ns() < end) {
+	end = rseq_slice_tsc_ns() + 300 * 1000 * 1000ULL;
+	rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+	while (rseq_slice_tsc_ns() < end) {
 		w = slice_word();
 		granted |= !!(w & RSEQ_SLICE_EXT_GRANTED);
 	}
-	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	rseq_slice_word_store(&slice_self.ctrl, 0);
 	/* With the hooks gone, nothing touches the word at all. */
 	EXPECT_FALSE(granted);
 	EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, w);
@@ -567,7 +561,7 @@ TEST(no_grant_on_syscall_return)
 
 	struct sched_param idle = { 0 };
 
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_EQ(0, pipe(p));
@@ -583,7 +577,7 @@ TEST(no_grant_on_syscall_return)
 		while (r.ran != i)
 			sched_yield();
 		before = r.ran;
-		__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		ASSERT_EQ(1, write(p[1], "x", 1));
 		w = slice_word();
 		if (r.ran != before)
@@ -592,7 +586,7 @@ TEST(no_grant_on_syscall_return)
 			granted++;
 			slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
 		}
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
 	close(p[1]);
 	pthread_join(th, NULL);
@@ -668,7 +662,7 @@ static int foreign_syscall_child(int *pipefd, struct foreign *f)
 			/* Still alive: the grant, if any, is over now. */
 			if (slice_word() & ~f->extra)
 				f->dirty++;
-			__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+			rseq_slice_word_store(&slice_self.ctrl, 0);
 		}
 		_exit(0);
 	}
@@ -701,7 +695,7 @@ TEST(foreign_syscall_kill)
 		ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
 	}
 	ASSERT_EQ(0, pipe(p));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	status = foreign_syscall_child(p, f);
 	ksft_print_msg("killed at call %u\n", f->tries);
 	ASSERT_TRUE(WIFSIGNALED(status)) {
@@ -732,7 +726,7 @@ TEST(foreign_syscall_abort)
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
 	ASSERT_EQ(0, pipe(p));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	status = foreign_syscall_child(p, f);
 	param_restore("foreign_syscall", "kill");
 	ASSERT_TRUE(WIFEXITED(status)) {
@@ -767,7 +761,7 @@ TEST(debug_checks_syscall_entry)
 		SKIP(return, "needs root to set debug and foreign_syscall");
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, pipe(p));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
 	ASSERT_EQ(0, slice_param_set("debug", "1"));
 	f->extra = 1U << 7;
@@ -794,7 +788,7 @@ static int yield_with_word(uint32_t word)
 	if (pid == 0) {
 		if (slice_enable_self())
 			_exit(20);
-		__atomic_store_n(&slice_self.ctrl, word, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, word);
 		_exit(slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD) == 0 ? 0 : 21);
 	}
 	waitpid(pid, &status, 0);

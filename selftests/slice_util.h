@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the rseq_slice selftests: the device, a thread's
- * registration, the module's statistics and parameters, clocks and CPUs.
+ * registration, the module's statistics and parameters, CPUs. The
+ * protocol itself and the TSC clock are librseq-slice's (lib/rseq_slice.h).
  */
 #ifndef SLICE_UTIL_H
 #define SLICE_UTIL_H
@@ -22,22 +23,10 @@
 #include <unistd.h>
 
 #include <linux/rseq_slice.h>
+#include <rseq_slice.h>
 
 #define SLICE_STATS	"/sys/kernel/debug/rseq_slice/stats"
 #define SLICE_PARAMS	"/sys/module/rseq_slice/parameters/"
-
-#ifndef RSEQ_SLICE_END_SUCCESS
-/*
- * The uapi header has its protocol helpers (and this struct) for x86-64
- * only; 32-bit tests (compat32_test) bring their own protocol code and
- * share the rest of these helpers.
- */
-struct rseq_slice_thread {
-	__u32 ctrl;
-	__u32 depth;
-	int fd;
-};
-#endif
 
 static __thread struct rseq_slice_thread slice_self = { .fd = -1 };
 
@@ -56,52 +45,6 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-/*
- * Critical sections must not enter the kernel: a system call while
- * granted is an ABI violation. clock_gettime() is one where the vDSO
- * cannot read the clock (the HPET clocksource QEMU's TCG guests end up
- * with), so time inside critical sections comes from the TSC, calibrated
- * once against CLOCK_MONOTONIC.
- */
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-static double tsc_per_ns;
-
-static inline void tsc_calibrate(void)
-{
-	uint64_t t0, c0, t1, c1;
-
-	if (tsc_per_ns)
-		return;
-	t0 = now_ns();
-	c0 = rdtsc();
-	while (now_ns() - t0 < 20000000)
-		;
-	t1 = now_ns();
-	c1 = rdtsc();
-	tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
-}
-
-/* Nanoseconds on the TSC's scale, without a system call. */
-static inline uint64_t tsc_ns(void)
-{
-	return (uint64_t)((double)rdtsc() / tsc_per_ns);
-}
-
-static inline void busy_wait_ns(uint64_t ns)
-{
-	uint64_t end = rdtsc() + (uint64_t)((double)ns * tsc_per_ns);
-
-	while (rdtsc() < end)
-		;
 }
 
 static inline int slice_open(void)
@@ -129,26 +72,14 @@ static inline int slice_enable_self(void)
 	return slice_enable_word(slice_self.fd, &slice_self.ctrl);
 }
 
-/* A control word, read and written as user space does: plain accesses. */
-static inline uint32_t ld(const uint32_t *w)
-{
-	return __atomic_load_n(w, __ATOMIC_RELAXED);
-}
-
-static inline void st(uint32_t *w, uint32_t v)
-{
-	__atomic_store_n(w, v, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
-}
-
 /* REQUEST, then spin until the kernel changes the word or @ns pass. */
 static inline uint32_t request_wait(uint32_t *w, uint64_t ns)
 {
-	uint64_t end = tsc_ns() + ns;
+	uint64_t end = rseq_slice_tsc_ns() + ns;
 	uint32_t v;
 
-	st(w, RSEQ_SLICE_EXT_REQUEST);
-	while ((v = ld(w)) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+	rseq_slice_word_request(w);
+	while ((v = rseq_slice_word_load(w)) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
 		;
 	return v;
 }
@@ -162,7 +93,7 @@ static inline int slice_ioctl(int fd, unsigned long cmd)
 
 static inline uint32_t slice_word(void)
 {
-	return __atomic_load_n(&slice_self.ctrl, __ATOMIC_RELAXED);
+	return rseq_slice_word_load(&slice_self.ctrl);
 }
 
 /* One statistics counter; -1 if the file is unreadable (not root). */
@@ -266,9 +197,9 @@ static void *noise_fn(void *arg)
 	struct timespec ts = { .tv_nsec = (long)n->sleep_ns };
 
 	pin_self(n->cpu);
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	while (!n->stop) {
-		busy_wait_ns(n->busy_ns);
+		rseq_slice_busy_wait_ns(n->busy_ns);
 		nanosleep(&ts, NULL);
 		n->rounds++;
 	}
@@ -282,7 +213,7 @@ static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64
 	n->sleep_ns = sleep_ns;
 	n->stop = false;
 	n->rounds = 0;
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	return pthread_create(&n->thread, NULL, noise_fn, n);
 }
 

@@ -101,15 +101,14 @@ static ssize_t never_yielded(struct __test_metadata *_metadata, long grants, uin
 
 		/* A batch between two reads of the statistics file. */
 		for (k = 0; k < 200; k++) {
-			__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST,
-					 __ATOMIC_RELAXED);
+			rseq_slice_word_request(&slice_self.ctrl);
 			while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST)
 				;
 			/* Never yield: spin until the kernel takes the grant back. */
 			while (slice_word() & RSEQ_SLICE_EXT_GRANTED)
 				;
 		}
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
 	if (write_file(TRACING "events/rseq_slice/rseq_slice_revoke/enable", "0"))
 		return -1;
@@ -258,11 +257,11 @@ static void *churn_closed_worker(void *arg)
 			continue;
 		}
 		for (i = 0; i < 200 && !c->stop; i++) {
-			uint64_t end = tsc_ns() + 5000000;
+			uint64_t end = rseq_slice_tsc_ns() + 5000000;
 			uint32_t w;
 
-			__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-			while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+			rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+			while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
 				;
 			if (w == RSEQ_SLICE_EXT_REQUEST)
 				break;	/* unloaded, or disabled: register again */
@@ -273,7 +272,7 @@ static void *churn_closed_worker(void *arg)
 			}
 			c->sections++;
 		}
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
 	return NULL;
 }
@@ -316,7 +315,7 @@ static void *churn_worker(void *arg)
 		if (!slice_enable_word(fd, &slice_self.ctrl)) {
 			for (i = 0; i < 20; i++) {
 				rseq_slice_begin(&slice_self);
-				busy_wait_ns(20000);
+				rseq_slice_busy_wait_ns(20000);
 				if (rseq_slice_end(&slice_self) == RSEQ_SLICE_END_YIELDED)
 					c->yields++;
 				c->sections++;
@@ -395,7 +394,7 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, c);
 	memset(c, 0, sizeof(*c));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {

@@ -289,33 +289,30 @@ TEST(compat_ioctls)
 FIXTURE(c32)
 {
 	struct counts *c;
-	char foreign[16];	/* foreign_syscall at setup */
-	bool changed;
+	struct slice_params params;	/* restored by the teardown */
 };
 
 FIXTURE_SETUP(c32)
 {
 	self->c = counts_new();
 	ASSERT_TRUE(self->c != NULL);
-	ASSERT_EQ(0, slice_param_get("foreign_syscall", self->foreign, sizeof(self->foreign)));
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(c32)
 {
-	if (self->changed)
-		slice_param_set("foreign_syscall", self->foreign);
+	slice_params_restore(&self->params);
 	munmap(self->c, sizeof(*self->c));
 }
 
 /* Set foreign_syscall for the test (root), or skip unless it already is. */
 static int foreign_mode(FIXTURE_DATA(c32) *self, const char *mode)
 {
-	if (!strcmp(self->foreign, mode))
+	if (!strcmp(slice_params_val(&self->params, "foreign_syscall"), mode))
 		return 0;
 	if (!is_root())
 		return -EPERM;
-	self->changed = true;
 	return slice_param_set("foreign_syscall", mode);
 }
 
@@ -356,7 +353,8 @@ TEST_F_TIMEOUT(c32, foreign_kill, LOOP_SECS + 60)
 	int status;
 
 	if (foreign_mode(self, "kill"))
-		SKIP(return, "needs root to set foreign_syscall=kill (it is %s)", self->foreign);
+		SKIP(return, "needs root to set foreign_syscall=kill (it is %s)",
+		     slice_params_val(&self->params, "foreign_syscall"));
 	status = run_child(foreign_loop, c, FOREIGN_TRIES);
 	ksft_print_msg("foreign calls %lu (returned %lu, wrong result %lu) denied %lu\n",
 		       c->foreign, c->survived, c->foreign_bad, c->denied);
@@ -378,7 +376,8 @@ TEST_F_TIMEOUT(c32, foreign_abort, LOOP_SECS + 60)
 	int status, i;
 
 	if (foreign_mode(self, "abort"))
-		SKIP(return, "needs root to set foreign_syscall=abort (it is %s)", self->foreign);
+		SKIP(return, "needs root to set foreign_syscall=abort (it is %s)",
+		     slice_params_val(&self->params, "foreign_syscall"));
 	/*
 	 * A call can race the grant's expiry and then is no foreign call:
 	 * as root, run children until one call hit a live grant (sabort).

@@ -47,12 +47,6 @@ static bool get_grant(uint32_t *w)
 	return false;
 }
 
-static void param_restore(const char *name, const char *val)
-{
-	if (is_root())
-		slice_param_set(name, val);
-}
-
 /*
  * Tests without state of their own: a fixture only for the longer
  * timeout (TEST() has the harness's 30 s). Whatever a test sets is put
@@ -60,11 +54,12 @@ static void param_restore(const char *name, const char *val)
  */
 FIXTURE(hard)
 {
-	int unused;
+	struct slice_params params;
 };
 
 FIXTURE_SETUP(hard)
 {
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	rseq_slice_tsc_calibrate(0);
 }
 
@@ -72,8 +67,7 @@ FIXTURE_TEARDOWN(hard)
 {
 	if (is_root())
 		syscall(SYS_delete_module, "ipmodify_hog", O_NONBLOCK);
-	param_restore("foreign_syscall", "kill");
-	param_restore("enabled", "1");
+	slice_params_restore(&self->params);
 }
 
 /* --- signals while REQUEST is set ---------------------------------------- */

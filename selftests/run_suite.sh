@@ -20,16 +20,16 @@ echo "# cmdline: $(cat /proc/cmdline)"
 # is a failure: a test that starts skipping (as root, say) must not read
 # as a pass.
 EXPECTED_SKIPS="
-user:global.params_ranges
+user:abi.params_ranges
 root:global.params_not_writable_by_users
 user:abi.eopnotsupp_when_disabled
 user:abi.memlock_not_charged_to_root
 user:sem.*.yield_cancels_timer
 user:sem.*.trace_events_match_stats
-user:global.debug_checks_syscall_entry
+user:params.debug_checks_syscall_entry
 user:sem.*.disabled_gives_no_grants
-user:global.foreign_syscall_abort
-user:global.debug_checks_the_word
+user:params.foreign_syscall_abort
+user:params.debug_checks_the_word
 user:global.stats_count_threads
 user:global.unload_refused_while_open
 user:modload.load_unload_20_rounds
@@ -90,8 +90,8 @@ run root 25 ./semantics_test
 run user 25 ./semantics_test
 run root 2 ./slice_test
 run user 2 ./slice_test
-run root 3 ./fuzz_test
-run user 3 ./fuzz_test
+run root 1 ./fuzz_test
+run user 1 ./fuzz_test
 run root 9 ./churn_test
 run user 9 ./churn_test
 run root 13 ./hardening_test
@@ -102,8 +102,8 @@ run root 4 ./compat32_test
 run user 4 ./compat32_test
 run root 6 ./lib_test
 run user 6 ./lib_test
-run user 5 ./device_test
-run root 5 ./device_test
+run user 4 ./device_test
+run root 4 ./device_test
 run root 4 ./stress_test
 # scripts/test fails a lane without this line: the suite ran to its end.
 echo "# run_suite: $binaries runs done"

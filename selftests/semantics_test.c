@@ -83,18 +83,11 @@ static long long stat_delta(const char *name, long long before)
 	return before < 0 || now < 0 ? -1 : now - before;
 }
 
-/* Root may set a parameter for a test and put it back afterwards. */
-static void param_restore(const char *name, const char *val)
-{
-	if (is_root())
-		slice_param_set(name, val);
-}
-
 FIXTURE(sem)
 {
 	struct noise noise;
 	/* The parameters a test may change, restored by the teardown. */
-	char grant_ns[32], foreign[16];
+	struct slice_params params;
 };
 
 FIXTURE_VARIANT(sem)
@@ -117,8 +110,7 @@ FIXTURE_VARIANT_ADD(sem, sparse)
 FIXTURE_SETUP(sem)
 {
 	SLICE_ONLY_FILTER();
-	ASSERT_EQ(0, slice_param_get("grant_ns", self->grant_ns, sizeof(self->grant_ns)));
-	ASSERT_EQ(0, slice_param_get("foreign_syscall", self->foreign, sizeof(self->foreign)));
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_EQ(0, noise_start(&self->noise, slice_test_cpu(), 2000, variant->noise_sleep_ns));
@@ -131,9 +123,8 @@ FIXTURE_TEARDOWN(sem)
 	if (is_root()) {
 		slice_trace_event("timer/hrtimer_expire_entry", 0);
 		slice_trace_event("rseq_slice", 0);
-		param_restore("grant_ns", self->grant_ns);
-		param_restore("foreign_syscall", self->foreign);
 	}
+	slice_params_restore(&self->params);
 }
 
 /* Rule 1 and 5: an interrupted REQUEST becomes a grant; YIELD ends it. */
@@ -334,8 +325,9 @@ TEST_F_TIMEOUT(sem, signal_ends_grant, 600)
 		/* Long grants: more of the signals land inside one. */
 		ASSERT_EQ(0, slice_param_set("grant_ns", "50000"));
 		ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
-	} else if (strcmp(self->foreign, "kill")) {
-		SKIP(return, "foreign_syscall is %s", self->foreign);
+	} else if (strcmp(slice_params_val(&self->params, "foreign_syscall"), "kill")) {
+		SKIP(return, "foreign_syscall is %s",
+		     slice_params_val(&self->params, "foreign_syscall"));
 	}
 	if (is_root()) {
 		ASSERT_EQ(0, slice_trace_reset("8192"));
@@ -679,7 +671,27 @@ static unsigned int pipe_bytes(int fd)
 	return n;
 }
 
-TEST(foreign_syscall_kill)
+/*
+ * The tests that set foreign_syscall or debug: the fixture puts every
+ * parameter back, whatever assertion ended a test.
+ */
+FIXTURE(params)
+{
+	struct slice_params params;
+};
+
+FIXTURE_SETUP(params)
+{
+	SLICE_ONLY_FILTER();
+	ASSERT_EQ(0, slice_params_save(&self->params));
+}
+
+FIXTURE_TEARDOWN(params)
+{
+	slice_params_restore(&self->params);
+}
+
+TEST_F(params, foreign_syscall_kill)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -711,10 +723,9 @@ TEST(foreign_syscall_kill)
 	EXPECT_EQ(0, f->dirty);
 	if (k >= 0)
 		EXPECT_LE(1, stat_delta("skill", k));
-	param_restore("foreign_syscall", "kill");
 }
 
-TEST(foreign_syscall_abort)
+TEST_F(params, foreign_syscall_abort)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -728,7 +739,6 @@ TEST(foreign_syscall_abort)
 	ASSERT_EQ(0, pipe(p));
 	rseq_slice_tsc_calibrate(0);
 	status = foreign_syscall_child(p, f);
-	param_restore("foreign_syscall", "kill");
 	ASSERT_TRUE(WIFEXITED(status)) {
 		TH_LOG("child status %#x after %u calls", status, f->tries);
 	}
@@ -751,7 +761,7 @@ TEST(foreign_syscall_abort)
  * grant ended before them are not checked, so the child tries until one
  * was.
  */
-TEST(debug_checks_syscall_entry)
+TEST_F(params, debug_checks_syscall_entry)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -766,8 +776,6 @@ TEST(debug_checks_syscall_entry)
 	ASSERT_EQ(0, slice_param_set("debug", "1"));
 	f->extra = 1U << 7;
 	status = foreign_syscall_child(p, f);
-	slice_param_set("debug", "0");
-	param_restore("foreign_syscall", "kill");
 	ksft_print_msg("killed at call %u, %u calls had aborted a grant before\n",
 		       f->tries, f->aborted);
 	ASSERT_TRUE(WIFSIGNALED(status)) {
@@ -795,7 +803,7 @@ static int yield_with_word(uint32_t word)
 	return status;
 }
 
-TEST(debug_checks_the_word)
+TEST_F(params, debug_checks_the_word)
 {
 	int status;
 

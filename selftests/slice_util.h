@@ -155,6 +155,62 @@ static inline int slice_param_get(const char *name, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The module's parameters, saved by a fixture's setup and put back by
+ * its teardown (root), so that a test ended early by an assertion never
+ * leaves the module changed (say enabled=0) for the tests after it. Only
+ * those that differ are written back: a write of enabled re-arms hooks.
+ */
+#define SLICE_NPARAMS	4
+static const char * const slice_param_names[SLICE_NPARAMS] = {
+	"grant_ns", "enabled", "debug", "foreign_syscall",
+};
+
+struct slice_params {
+	char val[SLICE_NPARAMS][32];
+	bool saved;
+};
+
+/* 0 or -errno (the module is not loaded). */
+static inline int slice_params_save(struct slice_params *p)
+{
+	int i, ret;
+
+	p->saved = false;
+	for (i = 0; i < SLICE_NPARAMS; i++) {
+		ret = slice_param_get(slice_param_names[i], p->val[i], sizeof(p->val[i]));
+		if (ret)
+			return ret;
+	}
+	p->saved = true;
+	return 0;
+}
+
+/* The saved value of @name. */
+static inline const char *slice_params_val(const struct slice_params *p, const char *name)
+{
+	int i;
+
+	for (i = 0; i < SLICE_NPARAMS; i++)
+		if (!strcmp(slice_param_names[i], name))
+			return p->val[i];
+	return "";
+}
+
+static inline void slice_params_restore(const struct slice_params *p)
+{
+	char now[32];
+	int i;
+
+	if (!p->saved || !is_root())
+		return;
+	for (i = 0; i < SLICE_NPARAMS; i++) {
+		if (slice_param_get(slice_param_names[i], now, sizeof(now)) ||
+		    strcmp(now, p->val[i]))
+			slice_param_set(slice_param_names[i], p->val[i]);
+	}
+}
+
 /* The CPU the slice tests run on: not CPU 0 where possible, as upstream. */
 static inline int slice_test_cpu(void)
 {

@@ -54,7 +54,7 @@ static int cmp_u64(const void *a, const void *b)
 FIXTURE(overrun)
 {
 	struct noise noise;
-	char grant_ns[32];	/* to restore, if a test changed it */
+	struct slice_params params;	/* restored by the teardown */
 };
 
 FIXTURE_SETUP(overrun)
@@ -62,6 +62,7 @@ FIXTURE_SETUP(overrun)
 	SLICE_ONLY_FILTER();
 	if (!is_root())
 		return;
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	/* Wakeups every 50 us: grants end by the wakeup or by expiry. */
@@ -75,8 +76,7 @@ FIXTURE_TEARDOWN(overrun)
 	noise_stop(&self->noise);
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
 	write_file(TRACING "events/rseq_slice/enable", "0");
-	if (self->grant_ns[0])
-		slice_param_set("grant_ns", self->grant_ns);
+	slice_params_restore(&self->params);
 }
 
 /*
@@ -194,13 +194,10 @@ TEST_F_TIMEOUT(overrun, median_follows_grant_ns, 1200)
 {
 	static const char * const lens[] = { "5000", "50000" };
 	uint64_t median[2];
-	char saved[32];
 	unsigned int i;
 
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
-	ASSERT_EQ(0, slice_param_get("grant_ns", saved, sizeof(saved)));
-	strcpy(self->grant_ns, saved);
 	for (i = 0; i < 2; i++) {
 		uint64_t *held;
 		ssize_t n;
@@ -348,24 +345,27 @@ static void *churn_toggler(void *arg)
 	return NULL;
 }
 
-FIXTURE(churn)
+/* Module reloads under load (not churn_test's thread churn). */
+FIXTURE(reload)
 {
+	struct slice_params params;	/* restored by the teardown */
 };
 
-FIXTURE_SETUP(churn)
+FIXTURE_SETUP(reload)
 {
 	SLICE_ONLY_FILTER();
+	ASSERT_EQ(0, slice_params_save(&self->params));
 }
 
-FIXTURE_TEARDOWN(churn)
+FIXTURE_TEARDOWN(reload)
 {
 	if (is_root() && !slice_module_loaded())
 		slice_load_module("");
-	slice_param_set("enabled", "1");
-	slice_param_set("grant_ns", "30000");
+	/* The toggler left them anywhere; a reload left the defaults. */
+	slice_params_restore(&self->params);
 }
 
-TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
+TEST_F_TIMEOUT(reload, unload_load_under_load, 1200)
 {
 	long cycles = env_long("RSEQ_SLICE_CHURN_CYCLES", 100), done = 0, refused = 0;
 	long granted_cycles = 0, registered_cycles = 0;

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Runs in the guest, as root, from the folder holding the test binaries:
-# every test as root and again as uid 1000 (tests that need root skip
-# there), and the module load/unload tests last (they reload the module).
+# Runs in the guest, as root, from the folder holding the test binaries
+# and tests.list (made from selftests/Makefile's TEST_GEN_PROGS): every
+# test as root and again as uid 1000 (tests that need root skip there),
+# and the module load/unload tests last (they reload the module).
 # Prints TAP; a binary that dies before reporting all its tests gets a
 # "not ok" line for it, so a crash can never read as a pass.
 #   run_suite [-f]   -f: the full lengths (5 s per slice_test, 100000
@@ -84,27 +85,25 @@ run() {
 	done </tmp/skips
 }
 
-run root 20 ./abi_test
-run user 20 ./abi_test
-run root 25 ./semantics_test
-run user 25 ./semantics_test
-run root 2 ./slice_test
-run user 2 ./slice_test
-run root 1 ./fuzz_test
-run user 1 ./fuzz_test
-run root 9 ./churn_test
-run user 9 ./churn_test
-run root 13 ./hardening_test
-run user 13 ./hardening_test
-run root 3 ./fault_test
-run user 3 ./fault_test
-run root 4 ./compat32_test
-run user 4 ./compat32_test
-run root 6 ./lib_test
-run user 6 ./lib_test
-run user 4 ./device_test
-run root 4 ./device_test
-run root 4 ./stress_test
+# tests.list, made from selftests/Makefile's TEST_GEN_PROGS: one line
+# per binary, "NAME RESULTS WHO...", in the order to run them.
+list=$(dirname "$0")/tests.list
+if [ ! -s "$list" ]; then
+	echo "not ok - run_suite: no $list"
+	exit 1
+fi
+# The list on fd 3: the tests' stdin stays the suite's.
+# (run() has variables of its own: "name" is one.)
+while read -r prog want whos <&3; do
+	for who in $whos; do
+		if [ -x "./$prog" ]; then
+			run "$who" "$want" "./$prog"
+		else
+			binaries=$((binaries + 1))
+			echo "not ok - $prog as $who: ./$prog is missing"
+		fi
+	done
+done 3<"$list"
 # scripts/test fails a lane without this line: the suite ran to its end.
 echo "# run_suite: $binaries runs done"
 exit 0

@@ -374,15 +374,10 @@ TEST_F_TIMEOUT(churn, exec_storm, 600)
 
 	ASSERT_EQ(0, slice_enable_self());
 	for (i = 0; i < EXECS; i++) {
-		pid = fork();
+		/* Registered when exec comes: exec must drop it. */
+		pid = slice_fork_enabled();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
-			int fd = slice_open();
-
-			/* Registered when exec comes: exec must drop it. */
-			if (fd < 0 || slice_enable_word(fd, &slice_self.ctrl))
-				_exit(20);
-			slice_self.fd = fd;
 			setenv(EXEC_ENV, "1", 1);
 			switch (i % 3) {
 			case 0:
@@ -392,7 +387,8 @@ TEST_F_TIMEOUT(churn, exec_storm, 600)
 				execl("/bin/true", "true", NULL);
 				break;
 			case 2:
-				if (pthread_create(&th, NULL, exec_thread_fn, (void *)(long)fd))
+				if (pthread_create(&th, NULL, exec_thread_fn,
+						   (void *)(long)slice_self.fd))
 					_exit(23);
 				pthread_join(th, NULL);
 				break;
@@ -598,6 +594,20 @@ static void *page_op_fn(void *arg)
 	return NULL;
 }
 
+/*
+ * A fresh page whose first word is registered through @fd, and how many
+ * grants it got (request_until_granted()) in *@granted.
+ */
+static uint32_t *granted_page(struct __test_metadata *_metadata, int fd, int *granted, int *bad)
+{
+	uint32_t *p = map_page();
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, slice_enable_word(fd, p));
+	*granted = request_until_granted(p, fd, bad);
+	return p;
+}
+
 /* The owner's side; returns the word's value seen after the change (mprotect). */
 static int owner_with_page_op(struct page_op *po, uint32_t *after)
 {
@@ -628,10 +638,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	NOISE_ON();
 
 	/* The owner unmaps its own word. */
-	p = map_page();
-	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, slice_enable_word(fd, p));
-	granted = request_until_granted(p, fd, &bad);
+	p = granted_page(_metadata, fd, &granted, &bad);
 	ASSERT_EQ(0, munmap(p, PG));
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	/* New memory at the old address is not the registered page. */
@@ -700,10 +707,7 @@ TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 	NOISE_ON();
 
 	/* The owner makes its word read-only, keeps running, makes it writable. */
-	p = map_page();
-	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, slice_enable_word(fd, p));
-	g1 = request_until_granted(p, fd, &bad);
+	p = granted_page(_metadata, fd, &g1, &bad);
 	ASSERT_EQ(0, mprotect(p, PG, PROT_READ));
 	rseq_slice_busy_wait_ns(20 * MS);
 	EXPECT_EQ(0, rseq_slice_word_load(p));

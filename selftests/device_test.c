@@ -77,9 +77,7 @@ FIXTURE_SETUP(modload)
 
 FIXTURE_TEARDOWN(modload)
 {
-	if (is_root() && !slice_module_loaded())
-		slice_load_module("");
-	slice_params_restore(&self->params);
+	slice_module_restore(&self->params);
 }
 
 /* 20 rounds of unload, load, use; the lane checks the kernel log after. */

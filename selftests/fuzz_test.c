@@ -550,21 +550,6 @@ FIXTURE(fuzz)
 
 #define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
 
-static int read_small_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
 FIXTURE_SETUP(fuzz)
 {
 	struct rseq_slice_info info;
@@ -590,7 +575,7 @@ FIXTURE_SETUP(fuzz)
 	 * MAP_HUGETLB case untested.
 	 */
 	self->hugepages0[0] = 0;
-	if (is_root() && !read_small_file(NR_HUGEPAGES, self->hugepages0, sizeof(self->hugepages0))) {
+	if (is_root() && !slice_read_file(NR_HUGEPAGES, self->hugepages0, sizeof(self->hugepages0))) {
 		char want[32];
 
 		snprintf(want, sizeof(want), "%ld", atol(self->hugepages0) + FUZZ_THREADS);

@@ -82,7 +82,8 @@ FIXTURE_TEARDOWN(hard)
  */
 struct sig_counts {
 	unsigned long signals, req_in_handler, grant_in_handler;
-	unsigned long success, scheduled, yielded, raced, sections;
+	unsigned long ends[RSEQ_SLICE_END_RACED + 1];	/* by RSEQ_SLICE_END_* */
+	unsigned long sections;
 };
 
 static struct sig_counts *sigc;
@@ -127,25 +128,16 @@ static int sig_child(int which, struct sig_counts *c)
 	if (setitimer(which, &it, NULL))
 		return 22;
 	/* Enough signals inside sections, and grants alongside them. */
-	while ((c->signals < 2000 || c->yielded < 20) && rseq_slice_tsc_ns() < end) {
+	while ((c->signals < 2000 || c->ends[RSEQ_SLICE_END_YIELDED] < 20) &&
+	       rseq_slice_tsc_ns() < end) {
+		int r;
+
 		rseq_slice_begin(&slice_self);
 		rseq_slice_busy_wait_ns(5000);
-		switch (rseq_slice_end(&slice_self)) {
-		case RSEQ_SLICE_END_SUCCESS:
-			c->success++;
-			break;
-		case RSEQ_SLICE_END_SCHEDULED:
-			c->scheduled++;
-			break;
-		case RSEQ_SLICE_END_YIELDED:
-			c->yielded++;
-			break;
-		case RSEQ_SLICE_END_RACED:
-			c->raced++;
-			break;
-		default:
+		r = rseq_slice_end(&slice_self);
+		if (r < 0 || r > RSEQ_SLICE_END_RACED)
 			return 23;
-		}
+		c->ends[r]++;
 		c->sections++;
 	}
 	it = (struct itimerval){ };
@@ -169,8 +161,9 @@ static void signal_storm(struct __test_metadata *_metadata, int which)
 		_exit(sig_child(which, c));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ksft_print_msg("%lu signals, %lu sections: %lu success, %lu scheduled, %lu yielded, %lu raced; handler saw REQUEST %lu, GRANTED %lu\n",
-		       c->signals, c->sections, c->success, c->scheduled, c->yielded,
-		       c->raced, c->req_in_handler, c->grant_in_handler);
+		       c->signals, c->sections, c->ends[RSEQ_SLICE_END_SUCCESS],
+		       c->ends[RSEQ_SLICE_END_SCHEDULED], c->ends[RSEQ_SLICE_END_YIELDED],
+		       c->ends[RSEQ_SLICE_END_RACED], c->req_in_handler, c->grant_in_handler);
 	ASSERT_TRUE(WIFEXITED(status)) {
 		TH_LOG("the program died: status %#x (signal %d)", status,
 		       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -179,8 +172,9 @@ static void signal_storm(struct __test_metadata *_metadata, int which)
 	EXPECT_EQ(0, c->req_in_handler);
 	EXPECT_EQ(0, c->grant_in_handler);
 	EXPECT_LE(2000, c->signals);
-	EXPECT_LE(20, c->yielded);
-	EXPECT_EQ(c->sections, c->success + c->scheduled + c->yielded + c->raced);
+	EXPECT_LE(20, c->ends[RSEQ_SLICE_END_YIELDED]);
+	EXPECT_EQ(c->sections, c->ends[RSEQ_SLICE_END_SUCCESS] + c->ends[RSEQ_SLICE_END_SCHEDULED] +
+		  c->ends[RSEQ_SLICE_END_YIELDED] + c->ends[RSEQ_SLICE_END_RACED]);
 	munmap(c, PG);
 }
 
@@ -300,6 +294,57 @@ FIXTURE_TEARDOWN(switchout)
 }
 
 /*
+ * Rounds of @call with REQUEST set, until 50 of them were switched out
+ * (the witness ran meanwhile, and no SIGSEGV came): REQUEST must be clear
+ * after every one of those. @pause_ns of spinning before each round.
+ */
+static void switchout_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(switchout) *self,
+			     int witness_mode, uint64_t pause_ns,
+			     bool (*call)(FIXTURE_DATA(switchout) *self), const char *what)
+{
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
+	int switched = 0, kept = 0, rounds = 0;
+
+	ASSERT_EQ(0, witness_start(&self->w, witness_mode));
+	while (switched < 50 && rseq_slice_tsc_ns() < end) {
+		int k = foreign_kills;
+		unsigned long r0, r1;
+		uint32_t v;
+
+		rseq_slice_busy_wait_ns(pause_ns);
+		rseq_slice_word_request(&slice_self.ctrl);
+		r0 = self->w.runs;
+		if (!call(self))
+			break;
+		r1 = self->w.runs;
+		v = slice_word();
+		rounds++;
+		if (r1 != r0 && k == foreign_kills) {
+			switched++;
+			if (v & RSEQ_SLICE_EXT_REQUEST)
+				kept++;
+		}
+		drop_grant();
+	}
+	witness_stop(&self->w);
+	ksft_print_msg("%d %s, %d switched out with REQUEST set, %d kept it\n",
+		       rounds, what, switched, kept);
+	EXPECT_LE(50, switched);
+	EXPECT_EQ(0, kept);
+}
+
+/* A caught SIGSEGV (see count_kill()) may cut the call short. */
+static bool read_zero(FIXTURE_DATA(switchout) *self)
+{
+	return read(self->zero, self->buf, 1 << 20) >= 0 || errno == EINTR;
+}
+
+static bool wake_reader(FIXTURE_DATA(switchout) *self)
+{
+	return write(self->w.pipefd[1], "x", 1) == 1 || errno == EINTR;
+}
+
+/*
  * A long system call with REQUEST set: read() of /dev/zero clears 1 MB
  * in the kernel, with a witness waking every 50 us on this CPU. The
  * thread is preempted inside the call (preempt=full), at its resched
@@ -307,74 +352,18 @@ FIXTURE_TEARDOWN(switchout)
  */
 TEST_F_TIMEOUT(switchout, in_kernel_work, 300)
 {
-	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
-	int switched = 0, kept = 0, rounds = 0;
-
-	ASSERT_EQ(0, witness_start(&self->w, 0));
-	while (switched < 50 && rseq_slice_tsc_ns() < end) {
-		int k = foreign_kills;
-		unsigned long r0, r1;
-		uint32_t v;
-
-		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-		r0 = self->w.runs;
-		/* A caught SIGSEGV (see count_kill()) may cut the read short. */
-		if (read(self->zero, self->buf, 1 << 20) < 0 && errno != EINTR)
-			break;
-		r1 = self->w.runs;
-		v = slice_word();
-		rounds++;
-		if (r1 != r0 && k == foreign_kills) {
-			switched++;
-			if (v & RSEQ_SLICE_EXT_REQUEST)
-				kept++;
-		}
-		drop_grant();
-	}
-	witness_stop(&self->w);
-	ksft_print_msg("%d calls, %d switched out with REQUEST set, %d kept it\n",
-		       rounds, switched, kept);
-	EXPECT_LE(50, switched);
-	EXPECT_EQ(0, kept);
+	switchout_rounds(_metadata, self, 0, 0, read_zero, "calls");
 }
 
 /*
  * A system call whose return reschedules: write() wakes a reader on this
  * CPU, which then runs before write() returns to user space (on the
- * call's way out, or inside it on preemptible kernels).
+ * call's way out, or inside it on preemptible kernels). Each round first
+ * lets the reader block in read() again.
  */
 TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 300)
 {
-	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
-	int switched = 0, kept = 0, rounds = 0;
-
-	ASSERT_EQ(0, witness_start(&self->w, 1));
-	while (switched < 50 && rseq_slice_tsc_ns() < end) {
-		int k = foreign_kills;
-		unsigned long r0, r1;
-		uint32_t v;
-
-		/* Let the reader block in read() first. */
-		rseq_slice_busy_wait_ns(200000);
-		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-		r0 = self->w.runs;
-		if (write(self->w.pipefd[1], "x", 1) != 1 && errno != EINTR)
-			break;
-		r1 = self->w.runs;
-		v = slice_word();
-		rounds++;
-		if (r1 != r0 && k == foreign_kills) {
-			switched++;
-			if (v & RSEQ_SLICE_EXT_REQUEST)
-				kept++;
-		}
-		drop_grant();
-	}
-	witness_stop(&self->w);
-	ksft_print_msg("%d writes, %d switched out with REQUEST set, %d kept it\n",
-		       rounds, switched, kept);
-	EXPECT_LE(50, switched);
-	EXPECT_EQ(0, kept);
+	switchout_rounds(_metadata, self, 1, 200000, wake_reader, "writes");
 }
 
 /*

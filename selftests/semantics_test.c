@@ -945,17 +945,13 @@ TEST(lifecycle_exec_drops)
 	pid_t pid;
 	int status;
 
-	pid = fork();
+	pid = slice_fork_enabled();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int fd = slice_open();
-
-		if (fd < 0 || slice_enable_word(fd, &slice_self.ctrl))
-			_exit(20);
-		snprintf(fdstr, sizeof(fdstr), "%d", fd);
+		snprintf(fdstr, sizeof(fdstr), "%d", slice_self.fd);
 		setenv(EXEC_CHECK_ENV, fdstr, 1);
 		/* Keep the fd across exec so the new program can ask. */
-		fcntl(fd, F_SETFD, 0);
+		fcntl(slice_self.fd, F_SETFD, 0);
 		execl("/proc/self/exe", "exec_check", NULL);
 		_exit(21);
 	}

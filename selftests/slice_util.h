@@ -72,6 +72,23 @@ static inline int slice_enable_self(void)
 	return slice_enable_word(slice_self.fd, &slice_self.ctrl);
 }
 
+/*
+ * fork() with the child registered (registrations are not inherited): in
+ * the child a descriptor of its own in slice_self.fd, and slice_self.ctrl
+ * enabled; a child that cannot exits 20. Returns what fork() returns.
+ */
+static inline pid_t slice_fork_enabled(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		slice_self.fd = slice_open();
+		if (slice_self.fd < 0 || slice_enable_word(slice_self.fd, &slice_self.ctrl))
+			_exit(20);
+	}
+	return pid;
+}
+
 /* REQUEST, then spin until the kernel changes the word or @ns pass. */
 static inline uint32_t request_wait(uint32_t *w, uint64_t ns)
 {
@@ -118,41 +135,55 @@ static inline bool is_root(void)
 	return geteuid() == 0;
 }
 
+/* Write @val to @path (truncating): 0 or -errno. */
+static inline int slice_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Read @path into @buf, without a trailing newline: 0 or -errno. */
+static inline int slice_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY), ret;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
 /* Write a module parameter (root): 0 or -errno. */
 static inline int slice_param_set(const char *name, const char *val)
 {
 	char path[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), SLICE_PARAMS "%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return (int)n;
+	return slice_write_file(path, val);
 }
 
 static inline int slice_param_get(const char *name, char *buf, size_t len)
 {
 	char path[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), SLICE_PARAMS "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
-	return 0;
+	return slice_read_file(path, buf, len);
 }
 
 /*
@@ -330,6 +361,18 @@ static inline int slice_unload_module(void)
 	return syscall(SYS_delete_module, "rseq_slice", O_NONBLOCK) ? -errno : 0;
 }
 
+/*
+ * The teardown of a test that unloads the module: load it again if a
+ * failure left it out (root), then its parameters as they were (a reload
+ * brings the defaults back).
+ */
+static inline void slice_module_restore(const struct slice_params *p)
+{
+	if (is_root() && !slice_module_loaded())
+		slice_load_module("");
+	slice_params_restore(p);
+}
+
 /* Is the kernel's timer in high-resolution mode on every CPU? */
 static inline bool hres_active(void)
 {
@@ -374,19 +417,6 @@ static inline bool hres_active(void)
 
 /* tracefs, for the tests that count the module's (or the kernel's) events. */
 #define SLICE_TRACING	"/sys/kernel/debug/tracing/"
-
-/* Write @val to @path (truncating): 0 or -errno. */
-static inline int slice_write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
 
 /* Enable (1) or disable (0) the trace event SYSTEM/NAME: 0 or -errno. */
 static inline int slice_trace_event(const char *event, int on)

@@ -17,25 +17,11 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 
-#define TRACING		"/sys/kernel/debug/tracing/"
-
 static long env_long(const char *name, long dflt)
 {
 	const char *s = getenv(name);
 
 	return s ? atol(s) : dflt;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -75,7 +61,7 @@ FIXTURE_TEARDOWN(overrun)
 		return;
 	noise_stop(&self->noise);
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
-	write_file(TRACING "events/rseq_slice/enable", "0");
+	slice_trace_event("rseq_slice", 0);
 	slice_params_restore(&self->params);
 }
 
@@ -92,8 +78,8 @@ static ssize_t never_yielded(struct __test_metadata *_metadata, long grants, uin
 	FILE *f;
 
 	*held = NULL;
-	if (write_file(TRACING "buffer_size_kb", "16384") || write_file(TRACING "trace", "") ||
-	    write_file(TRACING "events/rseq_slice/rseq_slice_revoke/enable", "1"))
+	if (slice_trace_reset("16384") ||
+	    slice_trace_event("rseq_slice/rseq_slice_revoke", 1))
 		return -1;
 	while (slice_stat("sgrant") - g0 < grants) {
 		uint32_t w;
@@ -110,10 +96,10 @@ static ssize_t never_yielded(struct __test_metadata *_metadata, long grants, uin
 		}
 		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
-	if (write_file(TRACING "events/rseq_slice/rseq_slice_revoke/enable", "0"))
+	if (slice_trace_event("rseq_slice/rseq_slice_revoke", 0))
 		return -1;
 	*held = calloc(cap, sizeof(**held));
-	f = fopen(TRACING "trace", "r");
+	f = fopen(SLICE_TRACING "trace", "r");
 	if (!*held || !f)
 		return -1;
 	while (fgets(buf, sizeof(buf), f) && n < cap) {
@@ -225,6 +211,19 @@ struct churn {
 	volatile unsigned long closed_grants;
 };
 
+/* Open the device for a worker (it fails while the module is out): fd or -1. */
+static int churn_open(struct churn *c)
+{
+	int fd = slice_open();
+
+	if (fd < 0) {
+		sched_yield();
+		return -1;
+	}
+	c->opens++;
+	return fd;
+}
+
 /*
  * A worker whose registration outlives its file: it opens the device,
  * enables, closes, and requests on for a while, never yielding (that
@@ -239,13 +238,10 @@ static void *churn_closed_worker(void *arg)
 
 	pin_self(slice_test_cpu());
 	while (!c->stop) {
-		int fd = slice_open(), i;
+		int fd = churn_open(c), i;
 
-		if (fd < 0) {
-			sched_yield();
+		if (fd < 0)
 			continue;
-		}
-		c->opens++;
 		slice_self.ctrl = 0;
 		i = slice_enable_word(fd, &slice_self.ctrl);
 		close(fd);
@@ -254,12 +250,8 @@ static void *churn_closed_worker(void *arg)
 			continue;
 		}
 		for (i = 0; i < 200 && !c->stop; i++) {
-			uint64_t end = rseq_slice_tsc_ns() + 5000000;
-			uint32_t w;
+			uint32_t w = request_wait(&slice_self.ctrl, 5000000);
 
-			rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-			while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
-				;
 			if (w == RSEQ_SLICE_EXT_REQUEST)
 				break;	/* unloaded, or disabled: register again */
 			if (w & RSEQ_SLICE_EXT_GRANTED) {
@@ -300,13 +292,10 @@ static void *churn_worker(void *arg)
 	unsigned long round = 0;
 
 	while (!c->stop) {
-		int fd = slice_open(), i;
+		int fd = churn_open(c), i;
 
-		if (fd < 0) {
-			sched_yield();
+		if (fd < 0)
 			continue;
-		}
-		c->opens++;
 		slice_self.fd = fd;
 		slice_self.depth = 0;
 		if (!slice_enable_word(fd, &slice_self.ctrl)) {
@@ -359,10 +348,7 @@ FIXTURE_SETUP(reload)
 
 FIXTURE_TEARDOWN(reload)
 {
-	if (is_root() && !slice_module_loaded())
-		slice_load_module("");
-	/* The toggler left them anywhere; a reload left the defaults. */
-	slice_params_restore(&self->params);
+	slice_module_restore(&self->params);
 }
 
 TEST_F_TIMEOUT(reload, unload_load_under_load, 1200)

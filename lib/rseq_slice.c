@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: LGPL-2.1 OR MIT
+// SPDX-License-Identifier: GPL-2.0
 /*
  * librseq-slice: the backend choice and the TSC calibration. Everything
  * a critical section runs is inline, in rseq_slice.h.

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: LGPL-2.1 OR MIT */
+/* SPDX-License-Identifier: GPL-2.0 */
 /*
  * librseq-slice: time slice extension for user space, whichever backend
  * the machine has. The ABI itself is in <linux/rseq_slice.h> (the module's

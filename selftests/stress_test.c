@@ -261,7 +261,16 @@ static void *churn_closed_worker(void *arg)
 			}
 			c->sections++;
 		}
-		rseq_slice_word_store(&slice_self.ctrl, 0);
+		/*
+		 * End the last request by the protocol, never by a plain
+		 * store of 0: a grant given after the last look (enabled=1
+		 * again, say) would be wiped from the word, and the next
+		 * system call would be foreign (SIGSEGV under kill). Without
+		 * a file to yield with, wait the grant out, as above.
+		 */
+		if (!rseq_slice_word_test_clear(&slice_self.ctrl))
+			while (slice_word() & RSEQ_SLICE_EXT_GRANTED)
+				;
 	}
 	return NULL;
 }

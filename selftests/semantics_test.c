@@ -32,13 +32,7 @@
 /* Set REQUEST, spin until the kernel changes the word or @max_ns pass. */
 static uint32_t request_and_wait(uint64_t max_ns)
 {
-	uint64_t end = rseq_slice_tsc_ns() + max_ns;
-	uint32_t w;
-
-	rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-	while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
-		;
-	return w;
+	return request_wait(&slice_self.ctrl, max_ns);
 }
 
 /* Spin under REQUEST until granted: true if the thread now holds a grant. */

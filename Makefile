@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0
 # Out-of-tree build of rseq_slice.ko: `make` builds against the running
-# kernel, `make KDIR=/path/to/headers` against another one.
+# kernel, `make KDIR=/path/to/headers` against another one; and the
+# user-space library, librseq-slice (lib/, `make lib` alone).
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
-all: module
+all: lib module
+
+lib:
+	$(MAKE) -C lib
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C lib clean
 
 selftests:
 	$(MAKE) -C selftests
@@ -17,4 +22,4 @@ selftests:
 check:
 	scripts/test
 
-.PHONY: all module clean selftests check
+.PHONY: all lib module clean selftests check

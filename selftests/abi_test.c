@@ -15,17 +15,12 @@ FIXTURE(abi)
 {
 	int fd;
 	uint32_t *page;		/* a private anonymous page */
-	char params[4][32];	/* restored by the teardown (root) */
+	struct slice_params params;	/* restored by the teardown (root) */
 };
-
-static const char * const abi_params[4] = { "grant_ns", "enabled", "debug", "foreign_syscall" };
 
 FIXTURE_SETUP(abi)
 {
-	int i;
-
-	for (i = 0; i < 4; i++)
-		ASSERT_EQ(0, slice_param_get(abi_params[i], self->params[i], sizeof(self->params[i])));
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	self->fd = slice_open();
 	ASSERT_LE(0, self->fd);
 	self->page = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
@@ -35,10 +30,7 @@ FIXTURE_SETUP(abi)
 
 FIXTURE_TEARDOWN(abi)
 {
-	int i;
-
-	for (i = 0; is_root() && i < 4; i++)
-		slice_param_set(abi_params[i], self->params[i]);
+	slice_params_restore(&self->params);
 	slice_ioctl(self->fd, RSEQ_SLICE_IOC_DISABLE);
 	munmap(self->page, getpagesize());
 	close(self->fd);
@@ -113,12 +105,14 @@ TEST_F(abi, einval_misaligned)
 
 TEST_F(abi, efault_bad_words)
 {
+	char path[] = "/tmp/rseq_slice_shared.XXXXXX";
 	void *ro = mmap(NULL, getpagesize(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *none = mmap(NULL, getpagesize(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	void *gone = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int memfd = memfd_create("slice", 0);
-	void *shared;
+	int memfd = memfd_create("slice", 0), file = mkstemp(path);
+	uint32_t *shared[3];
+	int i, last = getpagesize() / sizeof(uint32_t) - 1;
 
 	ASSERT_NE(MAP_FAILED, ro);
 	ASSERT_NE(MAP_FAILED, none);
@@ -126,8 +120,13 @@ TEST_F(abi, efault_bad_words)
 	ASSERT_EQ(0, munmap(gone, getpagesize()));
 	ASSERT_LE(0, memfd);
 	ASSERT_EQ(0, ftruncate(memfd, getpagesize()));
-	shared = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	ASSERT_NE(MAP_FAILED, shared);
+	ASSERT_LE(0, file);
+	unlink(path);
+	ASSERT_EQ(0, ftruncate(file, getpagesize()));
+	shared[0] = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	shared[1] = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+	shared[2] = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	EXPECT_EQ(-EFAULT, enable_reg(self->fd, 0, 0, 0));
 	EXPECT_EQ(-EFAULT, enable_reg(self->fd, 0xffffffff81000000ull, 0, 0));
@@ -135,14 +134,25 @@ TEST_F(abi, efault_bad_words)
 	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)ro, 0, 0));
 	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)none, 0, 0));
 	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)gone, 0, 0));
-	/* Shared memory is refused: the kernel writes it behind the page cache. */
-	EXPECT_EQ(-EFAULT, enable_reg(self->fd, (uintptr_t)shared, 0, 0));
+	/*
+	 * Shared memory (memfd, a file, shared anonymous) is refused, its
+	 * first and last words, faulted in or not: the kernel would write
+	 * it behind the page cache.
+	 */
+	for (i = 0; i < 3; i++) {
+		ASSERT_NE(MAP_FAILED, shared[i]);
+		EXPECT_EQ(-EFAULT, slice_enable_word(self->fd, shared[i]));
+		shared[i][0] = 0;
+		EXPECT_EQ(-EFAULT, slice_enable_word(self->fd, shared[i]));
+		EXPECT_EQ(-EFAULT, slice_enable_word(self->fd, shared[i] + last));
+		munmap(shared[i], getpagesize());
+	}
 	EXPECT_EQ(0, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
 
 	munmap(ro, getpagesize());
 	munmap(none, getpagesize());
-	munmap(shared, getpagesize());
 	close(memfd);
+	close(file);
 }
 
 TEST_F(abi, efault_bad_argument)
@@ -163,29 +173,48 @@ TEST_F(abi, last_word_of_mapping)
 	ASSERT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
 }
 
+/* Any other command, in the module's type or not, gets ENOTTY. */
 TEST_F(abi, unknown_ioctl_enotty)
 {
 	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, _IO(RSEQ_SLICE_IOC_TYPE, 0x7f)));
 	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, _IOW(RSEQ_SLICE_IOC_TYPE, 0, int)));
+	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, _IO('T', 1)));
 	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, 0x12345678));
+	EXPECT_EQ(-ENOTTY, slice_ioctl(self->fd, 0));
 }
 
+/*
+ * INFO: the documented values, and exactly its 64 bytes filled, reserved
+ * words zero, wherever the buffer lands.
+ */
 TEST_F(abi, info)
 {
+	unsigned char buf[256] __attribute__((aligned(64)));
 	struct rseq_slice_info info;
-	unsigned int i;
+	unsigned int off, i;
 
-	memset(&info, 0xaa, sizeof(info));
-	ASSERT_EQ(0, ioctl(self->fd, RSEQ_SLICE_IOC_INFO, &info));
-	EXPECT_EQ(RSEQ_SLICE_ABI_VERSION, info.abi_version);
-	EXPECT_EQ(5000, info.grant_ns_min);
-	EXPECT_EQ(50000, info.grant_ns_max);
-	EXPECT_LE(info.grant_ns_min, info.grant_ns);
-	EXPECT_GE(info.grant_ns_max, info.grant_ns);
-	EXPECT_EQ(0, info.flags & ~(RSEQ_SLICE_INFO_ENABLED | RSEQ_SLICE_INFO_DEBUG |
-				    RSEQ_SLICE_INFO_ABORT));
-	for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++)
-		EXPECT_EQ(0, info.reserved[i]);
+	for (off = 0; off < 8; off++) {
+		memset(buf, 0xaa, sizeof(buf));
+		ASSERT_EQ(0, ioctl(self->fd, RSEQ_SLICE_IOC_INFO, buf + off));
+		memcpy(&info, buf + off, sizeof(info));
+		EXPECT_EQ(RSEQ_SLICE_ABI_VERSION, info.abi_version);
+		EXPECT_EQ(5000, info.grant_ns_min);
+		EXPECT_EQ(50000, info.grant_ns_max);
+		EXPECT_LE(info.grant_ns_min, info.grant_ns);
+		EXPECT_GE(info.grant_ns_max, info.grant_ns);
+		EXPECT_EQ(0, info.flags & ~(RSEQ_SLICE_INFO_ENABLED | RSEQ_SLICE_INFO_DEBUG |
+					    RSEQ_SLICE_INFO_ABORT));
+		for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++) {
+			if (info.reserved[i])
+				TH_LOG("offset %u: reserved[%u] = %#x", off, i, info.reserved[i]);
+			EXPECT_EQ(0, info.reserved[i]);
+		}
+		/* Not a byte before or after the structure. */
+		for (i = 0; i < off; i++)
+			EXPECT_EQ(0xaa, buf[i]);
+		for (i = off + sizeof(info); i < sizeof(buf); i++)
+			EXPECT_EQ(0xaa, buf[i]);
+	}
 }
 
 /* INFO's flags and grant_ns follow the parameters (rule 7). */
@@ -378,7 +407,7 @@ TEST_F(abi, eopnotsupp_when_disabled)
 	close(other);
 }
 
-TEST(params_ranges)
+TEST_F(abi, params_ranges)
 {
 	char buf[64];
 

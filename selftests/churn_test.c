@@ -40,41 +40,32 @@ static void __attribute__((constructor)) churn_exec_check(void)
 	_exit(slice_ioctl(fd, RSEQ_SLICE_IOC_GET) == 0 ? 0 : 3);
 }
 
-/* rseq_slice_end() for any word: RSEQ_SLICE_END_*, or -errno. */
-static int end_cs(uint32_t *w, int fd)
+/*
+ * Critical sections for @ns: how many were granted (and yielded). With
+ * @call_if_not_granted, a system call after every section that, as far
+ * as this thread can tell, was not granted (which the protocol allows).
+ */
+static int sections_for(uint32_t *w, int fd, uint64_t ns, int *bad, bool call_if_not_granted)
 {
-	unsigned char was_set;
-	long ret;
-
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (*w), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
-			     : "cc", "memory");
-	if (was_set)
-		return RSEQ_SLICE_END_SUCCESS;
-	if (!(ld(w) & RSEQ_SLICE_EXT_GRANTED))
-		return RSEQ_SLICE_END_SCHEDULED;
-	ret = rseq_slice_yield_fd(fd);
-	if (ret < 0)
-		return (int)ret;
-	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
-}
-
-/* Critical sections for @ns: how many were granted (and yielded). */
-static int request_for(uint32_t *w, int fd, uint64_t ns, int *bad)
-{
-	uint64_t end = tsc_ns() + ns;
+	uint64_t end = rseq_slice_tsc_ns() + ns;
 	int granted = 0, r;
 
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		request_wait(w, 2 * MS);
-		r = end_cs(w, fd);
+		r = rseq_slice_word_end(w, fd);
 		if (r < 0)
 			(*bad)++;
 		else if (r >= RSEQ_SLICE_END_YIELDED)
 			granted++;
+		else if (call_if_not_granted)
+			syscall(SYS_getppid);
 	}
 	return granted;
+}
+
+static int request_for(uint32_t *w, int fd, uint64_t ns, int *bad)
+{
+	return sections_for(w, fd, ns, bad, false);
 }
 
 /*
@@ -105,7 +96,7 @@ static bool answered(uint32_t *w, int fd, int *bad)
 
 	for (i = 0; i < 600 && !seen; i++) {
 		seen = request_wait(w, 100 * MS) != RSEQ_SLICE_EXT_REQUEST;
-		if (end_cs(w, fd) < 0)
+		if (rseq_slice_word_end(w, fd) < 0)
 			(*bad)++;
 	}
 	return seen;
@@ -149,7 +140,7 @@ FIXTURE(churn)
 
 FIXTURE_SETUP(churn)
 {
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	self->noisy = false;
 	self->threads0 = slice_stat("threads");
 	self->pinned0 = slice_stat("pinned");
@@ -219,10 +210,10 @@ static void *churn_thread_fn(void *arg)
 		goto out;
 	}
 	/* Request until granted (then yield) or 2 ms pass. */
-	end = tsc_ns() + 2 * MS;
-	while (tsc_ns() < end) {
+	end = rseq_slice_tsc_ns() + 2 * MS;
+	while (rseq_slice_tsc_ns() < end) {
 		rseq_slice_begin(&slice_self);
-		while (slice_word() == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+		while (slice_word() == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
 			;
 		r = rseq_slice_end(&slice_self);
 		if (r < 0)
@@ -383,15 +374,10 @@ TEST_F_TIMEOUT(churn, exec_storm, 600)
 
 	ASSERT_EQ(0, slice_enable_self());
 	for (i = 0; i < EXECS; i++) {
-		pid = fork();
+		/* Registered when exec comes: exec must drop it. */
+		pid = slice_fork_enabled();
 		ASSERT_LE(0, pid);
 		if (pid == 0) {
-			int fd = slice_open();
-
-			/* Registered when exec comes: exec must drop it. */
-			if (fd < 0 || slice_enable_word(fd, &slice_self.ctrl))
-				_exit(20);
-			slice_self.fd = fd;
 			setenv(EXEC_ENV, "1", 1);
 			switch (i % 3) {
 			case 0:
@@ -401,7 +387,8 @@ TEST_F_TIMEOUT(churn, exec_storm, 600)
 				execl("/bin/true", "true", NULL);
 				break;
 			case 2:
-				if (pthread_create(&th, NULL, exec_thread_fn, (void *)(long)fd))
+				if (pthread_create(&th, NULL, exec_thread_fn,
+						   (void *)(long)slice_self.fd))
 					_exit(23);
 				pthread_join(th, NULL);
 				break;
@@ -450,8 +437,8 @@ static pid_t granted_child(struct granted_slot *slot, int what)
 	__atomic_store_n(&slot->grants, 0, __ATOMIC_RELAXED);
 	if (pin_self(slice_test_cpu()) || slice_enable_self())
 		_exit(20);
-	end = tsc_ns() + (what == 2 ? 3600000 * MS : 60000 * MS);
-	while (tsc_ns() < end) {
+	end = rseq_slice_tsc_ns() + (what == 2 ? 3600000 * MS : 60000 * MS);
+	while (rseq_slice_tsc_ns() < end) {
 		uint32_t w = request_wait(&slice_self.ctrl, 10 * MS);
 
 		if (!(w & RSEQ_SLICE_EXT_GRANTED))
@@ -467,10 +454,10 @@ static pid_t granted_child(struct granted_slot *slot, int what)
 		}
 		__atomic_add_fetch(&slot->grants, 1, __ATOMIC_RELAXED);
 		/* Stay in it until the kernel ends it, then ask again. */
-		while (ld(&slice_self.ctrl) & RSEQ_SLICE_EXT_GRANTED)
+		while (rseq_slice_word_load(&slice_self.ctrl) & RSEQ_SLICE_EXT_GRANTED)
 			;
 	}
-	if (end_cs(&slice_self.ctrl, slice_self.fd) < 0)
+	if (rseq_slice_word_end(&slice_self.ctrl, slice_self.fd) < 0)
 		_exit(21);
 	_exit(2);
 }
@@ -607,6 +594,20 @@ static void *page_op_fn(void *arg)
 	return NULL;
 }
 
+/*
+ * A fresh page whose first word is registered through @fd, and how many
+ * grants it got (request_until_granted()) in *@granted.
+ */
+static uint32_t *granted_page(struct __test_metadata *_metadata, int fd, int *granted, int *bad)
+{
+	uint32_t *p = map_page();
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, slice_enable_word(fd, p));
+	*granted = request_until_granted(p, fd, bad);
+	return p;
+}
+
 /* The owner's side; returns the word's value seen after the change (mprotect). */
 static int owner_with_page_op(struct page_op *po, uint32_t *after)
 {
@@ -614,12 +615,12 @@ static int owner_with_page_op(struct page_op *po, uint32_t *after)
 
 	if (pthread_create(&th, NULL, page_op_fn, po))
 		return -1;
-	st(po->word, RSEQ_SLICE_EXT_REQUEST);
+	rseq_slice_word_store(po->word, RSEQ_SLICE_EXT_REQUEST);
 	po->ready = 1;
 	while (!po->done)
 		;
 	if (po->op)
-		*after = ld(po->word);
+		*after = rseq_slice_word_load(po->word);
 	pthread_join(th, NULL);
 	return po->ret;
 }
@@ -637,28 +638,25 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	NOISE_ON();
 
 	/* The owner unmaps its own word. */
-	p = map_page();
-	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, slice_enable_word(fd, p));
-	granted = request_until_granted(p, fd, &bad);
+	p = granted_page(_metadata, fd, &granted, &bad);
 	ASSERT_EQ(0, munmap(p, PG));
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	/* New memory at the old address is not the registered page. */
 	q = mmap(p, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 		 -1, 0);
 	if (q == p) {
-		st(q, RSEQ_SLICE_EXT_REQUEST);
-		end = tsc_ns() + 20 * MS;
-		while (tsc_ns() < end && ld(q) == RSEQ_SLICE_EXT_REQUEST)
+		rseq_slice_word_store(q, RSEQ_SLICE_EXT_REQUEST);
+		end = rseq_slice_tsc_ns() + 20 * MS;
+		while (rseq_slice_tsc_ns() < end && rseq_slice_word_load(q) == RSEQ_SLICE_EXT_REQUEST)
 			;
-		EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, ld(q));
-		st(q, 0);
+		EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, rseq_slice_word_load(q));
+		rseq_slice_word_store(q, 0);
 		munmap(q, PG);
 	} else {
 		ksft_print_msg("could not map the old address again: not checked\n");
 	}
 	/* Still running, still registered, and DISABLE lets the page go. */
-	busy_wait_ns(10 * MS);
+	rseq_slice_busy_wait_ns(10 * MS);
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
@@ -669,7 +667,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	ASSERT_NE(NULL, po.word);
 	ASSERT_EQ(0, slice_enable_word(fd, po.word));
 	ASSERT_EQ(0, owner_with_page_op(&po, &after));
-	busy_wait_ns(10 * MS);
+	rseq_slice_busy_wait_ns(10 * MS);
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
@@ -682,7 +680,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	if (pid == 0) {
 		if (slice_enable_word(fd, p) || munmap(p, PG))
 			_exit(1);
-		busy_wait_ns(5 * MS);
+		rseq_slice_busy_wait_ns(5 * MS);
 		_exit(slice_ioctl(fd, RSEQ_SLICE_IOC_GET) == 1 ? 0 : 2);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -709,13 +707,10 @@ TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 	NOISE_ON();
 
 	/* The owner makes its word read-only, keeps running, makes it writable. */
-	p = map_page();
-	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, slice_enable_word(fd, p));
-	g1 = request_until_granted(p, fd, &bad);
+	p = granted_page(_metadata, fd, &g1, &bad);
 	ASSERT_EQ(0, mprotect(p, PG, PROT_READ));
-	busy_wait_ns(20 * MS);
-	EXPECT_EQ(0, ld(p));
+	rseq_slice_busy_wait_ns(20 * MS);
+	EXPECT_EQ(0, rseq_slice_word_load(p));
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD));
 	EXPECT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, &info));
@@ -780,27 +775,14 @@ struct same_word {
 };
 
 /*
- * request_for() on a shared word, with a system call after every section
- * that, as far as this thread can tell, was not granted (which the
- * protocol allows): when the other thread's REQUEST store hid a grant,
- * that call is foreign, and the kill the test expects now and then.
+ * On a shared word, with a system call after every section that was not
+ * granted as far as this thread can tell: when the other thread's REQUEST
+ * store hid a grant, that call is foreign, and the kill the test expects
+ * now and then.
  */
 static int shared_sections(uint32_t *w, int fd, uint64_t ns, int *bad)
 {
-	uint64_t end = tsc_ns() + ns;
-	int granted = 0, r;
-
-	while (tsc_ns() < end) {
-		request_wait(w, 2 * MS);
-		r = end_cs(w, fd);
-		if (r < 0)
-			(*bad)++;
-		else if (r >= RSEQ_SLICE_END_YIELDED)
-			granted++;
-		else
-			syscall(SYS_getppid);
-	}
-	return granted;
+	return sections_for(w, fd, ns, bad, true);
 }
 
 static void *same_word_fn(void *arg)

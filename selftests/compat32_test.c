@@ -9,9 +9,8 @@
  * a foreign system call. A foreign ia32 system call inside a grant gets
  * SIGSEGV under foreign_syscall=kill and runs under foreign_syscall=abort.
  *
- * The uapi header's helpers are x86-64 only; the protocol is written here
- * for i386: a plain store of REQUEST, and BTR without LOCK to test and
- * clear it at the end.
+ * The protocol is librseq-slice's (its 32-bit build): the bare-word
+ * primitives, the i386 yield by int $0x80 and the TSC clock.
  */
 #include "slice_util.h"
 
@@ -26,7 +25,6 @@
 #error "compat32_test is built with -m32"
 #endif
 
-#define NR32_IOCTL	54
 #define NR32_GETPPID	64
 
 /* Grants the yield loop must see yielded, per system call path. */
@@ -36,17 +34,6 @@
 /* Bounds, generous for a loaded host under emulation. */
 #define LOOP_SECS	60
 #define WAIT_NS		(200 * 1000 * 1000ULL)
-
-static inline long int80_2(long nr, long a, long b)
-{
-	long ret;
-
-	__asm__ __volatile__("int $0x80"
-			     : "=a" (ret)
-			     : "0" (nr), "b" (a), "c" (b)
-			     : "memory");
-	return ret;
-}
 
 static inline long int80_0(long nr)
 {
@@ -60,41 +47,18 @@ enum yield_path { PATH_INT80, PATH_LIBC, NR_PATHS };
 
 static const char *const path_name[NR_PATHS] = { "int $0x80", "syscall()" };
 
-/* RSEQ_SLICE_IOC_YIELD as an ia32 ioctl: 1, 0, or -errno. */
+/*
+ * RSEQ_SLICE_IOC_YIELD as an ia32 ioctl: 1, 0, or -errno. The library's
+ * i386 yield is int $0x80; the C library's syscall() takes the vDSO's.
+ */
 static long yield32(int fd, enum yield_path path)
 {
 	long ret;
 
 	if (path == PATH_INT80)
-		return int80_2(NR32_IOCTL, fd, RSEQ_SLICE_IOC_YIELD);
+		return rseq_slice_yield_fd(fd);
 	ret = syscall(SYS_ioctl, fd, RSEQ_SLICE_IOC_YIELD);
 	return ret < 0 ? -errno : ret;
-}
-
-static inline void begin32(struct rseq_slice_thread *t)
-{
-	__atomic_store_n(&t->ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
-}
-
-enum end32 { END_SUCCESS, END_SCHEDULED, END_GRANTED };
-
-/* Test and clear REQUEST; END_GRANTED: the caller must yield now. */
-static inline enum end32 end32(struct rseq_slice_thread *t)
-{
-	unsigned char was_set;
-
-	__asm__ __volatile__("" ::: "memory");
-	/* CPU-local: the kernel writes the word only between our instructions. */
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (t->ctrl), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
-			     : "cc", "memory");
-	if (was_set)
-		return END_SUCCESS;
-	if (!(__atomic_load_n(&t->ctrl, __ATOMIC_RELAXED) & RSEQ_SLICE_EXT_GRANTED))
-		return END_SCHEDULED;
-	return END_GRANTED;
 }
 
 /*
@@ -115,7 +79,7 @@ static pid_t noise_proc_start(int cpu, uint64_t busy_ns, uint64_t sleep_ns)
 		_exit(0);
 	pin_self(cpu);
 	for (;;) {
-		busy_wait_ns(busy_ns);
+		rseq_slice_busy_wait_ns(busy_ns);
 		nanosleep(&ts, NULL);
 	}
 }
@@ -155,12 +119,9 @@ static bool yields_done(const struct counts *c)
 	return c->yielded[PATH_INT80] >= YIELDS_EACH && c->yielded[PATH_LIBC] >= YIELDS_EACH;
 }
 
-/* The child: critical sections until enough grants were yielded. */
-static void yield_loop(struct counts *c)
+/* A child's start: pinned, enabled, the noise on its CPU. */
+static pid_t child_start(struct counts *c)
 {
-	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
-	enum yield_path path;
-	unsigned int n = 0;
 	pid_t noise;
 
 	c->stage = 1;
@@ -172,21 +133,38 @@ static void yield_loop(struct counts *c)
 	if (noise < 0)
 		_exit(22);
 	c->stage = 2;
+	return noise;
+}
+
+static void child_end(struct counts *c, pid_t noise)
+{
+	c->stage = 3;
+	noise_proc_stop(noise);
+	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
+	_exit(0);
+}
+
+/* The child: critical sections until enough grants were yielded. */
+static void yield_loop(struct counts *c)
+{
+	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
+	pid_t noise = child_start(c);
+	enum yield_path path;
+	unsigned int n = 0;
+
 	while (!yields_done(c) && now_ns() < end) {
 		long ret;
 
 		c->sections++;
-		begin32(&slice_self);
-		busy_wait_ns(50000);
-		switch (end32(&slice_self)) {
-		case END_SUCCESS:
+		rseq_slice_word_request(&slice_self.ctrl);
+		rseq_slice_busy_wait_ns(50000);
+		if (rseq_slice_word_test_clear(&slice_self.ctrl)) {
 			c->success++;
 			continue;
-		case END_SCHEDULED:
+		}
+		if (!(slice_word() & RSEQ_SLICE_EXT_GRANTED)) {
 			c->scheduled++;
 			continue;
-		case END_GRANTED:
-			break;
 		}
 		/* Alternate the paths by yield, not by section. */
 		path = n++ & 1 ? PATH_LIBC : PATH_INT80;
@@ -203,10 +181,7 @@ static void yield_loop(struct counts *c)
 		if (slice_word())
 			c->dirty++;
 	}
-	c->stage = 3;
-	noise_proc_stop(noise);
-	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
-	_exit(0);
+	child_end(c, noise);
 }
 
 /*
@@ -219,25 +194,14 @@ static void foreign_loop(struct counts *c, unsigned long want)
 {
 	uint64_t end = now_ns() + LOOP_SECS * 1000000000ULL;
 	long ppid = getppid();
-	pid_t noise;
+	pid_t noise = child_start(c);
 
-	if (pin_self(slice_test_cpu()) || slice_enable_self())
-		_exit(20);
-	noise = noise_proc_start(slice_test_cpu(), 2000, 50000);
-	if (noise < 0)
-		_exit(22);
-	c->stage = 2;
 	while (c->survived < want && now_ns() < end) {
-		uint64_t wait_end = tsc_ns() + WAIT_NS;
-		uint32_t w;
 		long ret;
 
-		begin32(&slice_self);
-		while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < wait_end)
-			;
-		if (w != RSEQ_SLICE_EXT_GRANTED) {
+		if (request_wait(&slice_self.ctrl, WAIT_NS) != RSEQ_SLICE_EXT_GRANTED) {
 			c->denied++;
-			__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+			rseq_slice_word_store(&slice_self.ctrl, 0);
 			continue;
 		}
 		c->foreign++;
@@ -248,10 +212,7 @@ static void foreign_loop(struct counts *c, unsigned long want)
 		if (slice_word())
 			c->dirty++;
 	}
-	c->stage = 3;
-	noise_proc_stop(noise);
-	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
-	_exit(0);
+	child_end(c, noise);
 }
 
 static int run_child(void (*fn)(struct counts *, unsigned long), struct counts *c,
@@ -314,7 +275,7 @@ TEST(compat_ioctls)
 	ASSERT_EQ(0, slice_enable_word(fd, word));
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD));
-	EXPECT_EQ(0, int80_2(NR32_IOCTL, fd, RSEQ_SLICE_IOC_YIELD));
+	EXPECT_EQ(0, rseq_slice_yield_fd(fd));
 	EXPECT_EQ(-EBUSY, slice_enable_word(fd, word + 1));
 	memset(&info, 0xaa, sizeof(info));
 	EXPECT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, &info));
@@ -328,33 +289,30 @@ TEST(compat_ioctls)
 FIXTURE(c32)
 {
 	struct counts *c;
-	char foreign[16];	/* foreign_syscall at setup */
-	bool changed;
+	struct slice_params params;	/* restored by the teardown */
 };
 
 FIXTURE_SETUP(c32)
 {
 	self->c = counts_new();
 	ASSERT_TRUE(self->c != NULL);
-	ASSERT_EQ(0, slice_param_get("foreign_syscall", self->foreign, sizeof(self->foreign)));
-	tsc_calibrate();
+	ASSERT_EQ(0, slice_params_save(&self->params));
+	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(c32)
 {
-	if (self->changed)
-		slice_param_set("foreign_syscall", self->foreign);
+	slice_params_restore(&self->params);
 	munmap(self->c, sizeof(*self->c));
 }
 
 /* Set foreign_syscall for the test (root), or skip unless it already is. */
 static int foreign_mode(FIXTURE_DATA(c32) *self, const char *mode)
 {
-	if (!strcmp(self->foreign, mode))
+	if (!strcmp(slice_params_val(&self->params, "foreign_syscall"), mode))
 		return 0;
 	if (!is_root())
 		return -EPERM;
-	self->changed = true;
 	return slice_param_set("foreign_syscall", mode);
 }
 
@@ -395,7 +353,8 @@ TEST_F_TIMEOUT(c32, foreign_kill, LOOP_SECS + 60)
 	int status;
 
 	if (foreign_mode(self, "kill"))
-		SKIP(return, "needs root to set foreign_syscall=kill (it is %s)", self->foreign);
+		SKIP(return, "needs root to set foreign_syscall=kill (it is %s)",
+		     slice_params_val(&self->params, "foreign_syscall"));
 	status = run_child(foreign_loop, c, FOREIGN_TRIES);
 	ksft_print_msg("foreign calls %lu (returned %lu, wrong result %lu) denied %lu\n",
 		       c->foreign, c->survived, c->foreign_bad, c->denied);
@@ -417,7 +376,8 @@ TEST_F_TIMEOUT(c32, foreign_abort, LOOP_SECS + 60)
 	int status, i;
 
 	if (foreign_mode(self, "abort"))
-		SKIP(return, "needs root to set foreign_syscall=abort (it is %s)", self->foreign);
+		SKIP(return, "needs root to set foreign_syscall=abort (it is %s)",
+		     slice_params_val(&self->params, "foreign_syscall"));
 	/*
 	 * A call can race the grant's expiry and then is no foreign call:
 	 * as root, run children until one call hit a live grant (sabort).

@@ -555,6 +555,73 @@ FIXTURE_TEARDOWN(fault)
 		slice_param_set("enabled", self->enabled);
 }
 
+/* An ENABLE of a word in the FUSE mapping, its READ held by the server. */
+static struct kid *held_enable(struct __test_metadata *_metadata, FIXTURE_DATA(fault) *self)
+{
+	struct kid *a = kid_start(self, JOB_ENABLE_FILE, NULL);
+
+	ASSERT_NE(NULL, a);
+	ASSERT_TRUE(fsrv_wait_held(&self->s, EVENT_NS)) {
+		TH_LOG("the ENABLE's fault never reached the server");
+	}
+	return a;
+}
+
+/*
+ * A kid for @job that must not wait behind the held fault: its result
+ * within QUICK_NS, and 0. Returns the kid; k->have says if it came.
+ */
+static struct kid *kid_quick(struct __test_metadata *_metadata, FIXTURE_DATA(fault) *self,
+			     enum kid_job job, const char *arg, const char *what)
+{
+	struct kid *k = kid_start(self, job, arg);
+
+	ASSERT_NE(NULL, k);
+	EXPECT_TRUE(kid_wait_result(k, QUICK_NS)) {
+		TH_LOG("%s blocked over %.1f s behind the held fault", what, secs(QUICK_NS));
+	}
+	if (k->have) {
+		ksft_print_msg("%s: %d in %.3f s\n", what, k->res.ret, secs(k->res.ns));
+		EXPECT_EQ(0, k->res.ret);
+	}
+	return k;
+}
+
+/* A kid that was blocked finishes after the release: say how long it took. */
+static void kid_late(struct kid *k, const char *what)
+{
+	if (k && !k->have && kid_wait_result(k, EVENT_NS))
+		ksft_print_msg("%s finished after the release: %d in %.3f s\n", what, k->res.ret,
+			       secs(k->res.ns));
+}
+
+/* SIGKILL ends a stalled kid within QUICK_NS. */
+static void kill_quick(struct __test_metadata *_metadata, struct kid *k, const char *what)
+{
+	uint64_t t0 = now_ns();
+	bool dead;
+
+	kill(k->pid, SIGKILL);
+	dead = kid_wait_exit(k, QUICK_NS);
+	EXPECT_TRUE(dead) {
+		TH_LOG("the %s survived SIGKILL for %.1f s", what, secs(QUICK_NS));
+	}
+	if (dead)
+		ksft_print_msg("%s killed in %.3f s\n", what, secs(now_ns() - t0));
+}
+
+/* Nothing stays registered or pinned once the kids are gone. */
+static void expect_settled(struct __test_metadata *_metadata, FIXTURE_DATA(fault) *self)
+{
+	long long t, p;
+
+	EXPECT_EQ(0, self->s.error);
+	EXPECT_TRUE(slice_stats_settle(self->threads0, self->pinned0, &t, &p)) {
+		TH_LOG("threads %lld -> %lld, pinned %lld -> %lld", self->threads0, t,
+		       self->pinned0, p);
+	}
+}
+
 /* The mount works: a plain read of the file gets its page. */
 TEST_F(fault, server_works)
 {
@@ -583,57 +650,19 @@ TEST_F(fault, server_works)
 TEST_F_TIMEOUT(fault, held_read_blocks_nobody, 180)
 {
 	struct kid *a, *b, *w1, *w2 = NULL;
-	long long t, p;
-	bool ok;
 
 	if (!is_root())
 		SKIP(return, "mounting a FUSE file system needs root");
 
-	a = kid_start(self, JOB_ENABLE_FILE, NULL);
-	ASSERT_NE(NULL, a);
-	ASSERT_TRUE(fsrv_wait_held(&self->s, EVENT_NS)) {
-		TH_LOG("the ENABLE's fault never reached the server");
-	}
+	a = held_enable(_metadata, self);
 	ksft_print_msg("READ held; ENABLE of the word in the FUSE mapping is waiting\n");
-
 	/* Another user of the device, on an ordinary anonymous word. */
-	b = kid_start(self, JOB_ENABLE_ANON, NULL);
-	ASSERT_NE(NULL, b);
-	ok = kid_wait_result(b, QUICK_NS);
-	EXPECT_TRUE(ok) {
-		TH_LOG("another process's ENABLE blocked over %.1f s behind the held fault",
-		       secs(QUICK_NS));
-	}
-	if (ok) {
-		ksft_print_msg("other ENABLE: %d in %.3f s\n", b->res.ret, secs(b->res.ns));
-		EXPECT_EQ(0, b->res.ret);
-	}
-
+	b = kid_quick(_metadata, self, JOB_ENABLE_ANON, NULL, "other ENABLE");
 	/* Root's write of the current value. */
-	w1 = kid_start(self, JOB_WRITE_ENABLED, "1");
-	ASSERT_NE(NULL, w1);
-	ok = kid_wait_result(w1, QUICK_NS);
-	EXPECT_TRUE(ok) {
-		TH_LOG("writing enabled=1 blocked over %.1f s behind the held fault",
-		       secs(QUICK_NS));
-	}
-	if (ok) {
-		ksft_print_msg("enabled=1: %d in %.3f s\n", w1->res.ret, secs(w1->res.ns));
-		EXPECT_EQ(0, w1->res.ret);
-		/* Off and on again: the hooks go and come back. */
-		w2 = kid_start(self, JOB_WRITE_ENABLED, "01");
-		ASSERT_NE(NULL, w2);
-		ok = kid_wait_result(w2, QUICK_NS);
-		EXPECT_TRUE(ok) {
-			TH_LOG("writing enabled=0, =1 blocked over %.1f s behind the held fault",
-			       secs(QUICK_NS));
-		}
-		if (ok) {
-			ksft_print_msg("enabled=0, =1: %d in %.3f s\n", w2->res.ret,
-				       secs(w2->res.ns));
-			EXPECT_EQ(0, w2->res.ret);
-		}
-	}
+	w1 = kid_quick(_metadata, self, JOB_WRITE_ENABLED, "1", "enabled=1");
+	/* Off and on again: the hooks go and come back. */
+	if (w1->have)
+		w2 = kid_quick(_metadata, self, JOB_WRITE_ENABLED, "01", "enabled=0, =1");
 
 	/* All of that happened with the READ still held. */
 	EXPECT_FALSE(kid_wait_result(a, 0)) {
@@ -651,16 +680,10 @@ TEST_F_TIMEOUT(fault, held_read_blocks_nobody, 180)
 		       secs(a->res.ns));
 	EXPECT_TRUE(a->res.ret == 0 || a->res.ret == -EFAULT);
 
-	/* Whatever was blocked finishes now; say how long it took. */
-	if (!b->have && kid_wait_result(b, EVENT_NS))
-		ksft_print_msg("other ENABLE finished after the release: %d in %.3f s\n",
-			       b->res.ret, secs(b->res.ns));
-	if (!w1->have && kid_wait_result(w1, EVENT_NS))
-		ksft_print_msg("enabled=1 finished after the release: %d in %.3f s\n",
-			       w1->res.ret, secs(w1->res.ns));
-	if (w2 && !w2->have && kid_wait_result(w2, EVENT_NS))
-		ksft_print_msg("enabled=0, =1 finished after the release: %d in %.3f s\n",
-			       w2->res.ret, secs(w2->res.ns));
+	/* Whatever was blocked finishes now. */
+	kid_late(b, "other ENABLE");
+	kid_late(w1, "enabled=1");
+	kid_late(w2, "enabled=0, =1");
 
 	/* No one is stuck: every kid exits, cleanly. */
 	for (int i = 0; i < self->nkids; i++) {
@@ -673,11 +696,7 @@ TEST_F_TIMEOUT(fault, held_read_blocks_nobody, 180)
 			TH_LOG("kid %d: status 0x%x", k->pid, k->status);
 		}
 	}
-	EXPECT_EQ(0, self->s.error);
-	EXPECT_TRUE(slice_stats_settle(self->threads0, self->pinned0, &t, &p)) {
-		TH_LOG("threads %lld -> %lld, pinned %lld -> %lld", self->threads0, t,
-		       self->pinned0, p);
-	}
+	expect_settled(_metadata, self);
 }
 
 /*
@@ -695,18 +714,11 @@ TEST_F_TIMEOUT(fault, stalled_enable_is_killable, 180)
 {
 	struct kid *a, *a2;
 	char sc[256] = "";
-	uint64_t t0;
-	long long t, p;
-	bool dead;
 
 	if (!is_root())
 		SKIP(return, "mounting a FUSE file system needs root");
 
-	a = kid_start(self, JOB_ENABLE_FILE, NULL);
-	ASSERT_NE(NULL, a);
-	ASSERT_TRUE(fsrv_wait_held(&self->s, EVENT_NS)) {
-		TH_LOG("the ENABLE's fault never reached the server");
-	}
+	a = held_enable(_metadata, self);
 	/* A second process registers a word on the same page of the file. */
 	a2 = kid_start(self, JOB_ENABLE_FILE, NULL);
 	ASSERT_NE(NULL, a2);
@@ -714,23 +726,8 @@ TEST_F_TIMEOUT(fault, stalled_enable_is_killable, 180)
 		TH_LOG("the second ENABLE did not block in ioctl: syscall %s", sc);
 	}
 
-	t0 = now_ns();
-	kill(a2->pid, SIGKILL);
-	dead = kid_wait_exit(a2, QUICK_NS);
-	EXPECT_TRUE(dead) {
-		TH_LOG("the second stalled ENABLE survived SIGKILL for %.1f s", secs(QUICK_NS));
-	}
-	if (dead)
-		ksft_print_msg("second ENABLE killed in %.3f s\n", secs(now_ns() - t0));
-
-	t0 = now_ns();
-	kill(a->pid, SIGKILL);
-	dead = kid_wait_exit(a, QUICK_NS);
-	EXPECT_TRUE(dead) {
-		TH_LOG("the faulting ENABLE survived SIGKILL for %.1f s", secs(QUICK_NS));
-	}
-	if (dead)
-		ksft_print_msg("faulting ENABLE killed in %.3f s\n", secs(now_ns() - t0));
+	kill_quick(_metadata, a2, "second stalled ENABLE");
+	kill_quick(_metadata, a, "faulting ENABLE");
 
 	/* Both died with the READ still unanswered. */
 	pthread_mutex_lock(&self->s.lock);
@@ -742,11 +739,7 @@ TEST_F_TIMEOUT(fault, stalled_enable_is_killable, 180)
 	EXPECT_TRUE(kid_wait_exit(a, EVENT_NS));
 	EXPECT_TRUE(a->reaped && WIFSIGNALED(a->status) && WTERMSIG(a->status) == SIGKILL);
 	EXPECT_TRUE(a2->reaped && WIFSIGNALED(a2->status) && WTERMSIG(a2->status) == SIGKILL);
-	EXPECT_EQ(0, self->s.error);
-	EXPECT_TRUE(slice_stats_settle(self->threads0, self->pinned0, &t, &p)) {
-		TH_LOG("threads %lld -> %lld, pinned %lld -> %lld", self->threads0, t,
-		       self->pinned0, p);
-	}
+	expect_settled(_metadata, self);
 }
 
 TEST_HARNESS_MAIN

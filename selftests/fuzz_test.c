@@ -419,41 +419,32 @@ static void fuzz_one(struct fuzz_thread *t, int own_fd)
 
 /*
  * REQUEST in the registered word, spin a little without entering the
- * kernel, then end the way rseq_slice_end() does: clear REQUEST with a
- * CPU-local BTR; if it was already clear and GRANTED is set, yield.
+ * kernel, then end the way rseq_slice_end() does (rseq_slice_word_end():
+ * clear REQUEST with a CPU-local test-and-clear; if it was already clear
+ * and GRANTED is set, yield).
  */
 static void dance(struct fuzz_thread *t, int fd)
 {
 	uint32_t *w = (uint32_t *)(uintptr_t)t->reg;
-	uint64_t end = rdtsc() + (uint64_t)((double)(1000 + rndn(t, 200000)) * tsc_per_ns);
-	unsigned char was_set;
-	uint32_t v;
-	long ret;
+	uint64_t end = rseq_slice_rdtsc() + rseq_slice_ns_to_tsc(1000 + rndn(t, 200000));
+	int r;
 
 	t->dances++;
-	if (__atomic_load_n(w, __ATOMIC_RELAXED))
+	if (rseq_slice_word_load(w))
 		t->dance_bad++;		/* a stale bit: the kernel left it behind */
-	__atomic_store_n(w, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
-	while (__atomic_load_n(w, __ATOMIC_RELAXED) == RSEQ_SLICE_EXT_REQUEST && rdtsc() < end)
+	rseq_slice_word_request(w);
+	while (rseq_slice_word_load(w) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_rdtsc() < end)
 		;
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (*w), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
-			     : "cc", "memory");
-	if (was_set)
-		return;
-	v = __atomic_load_n(w, __ATOMIC_RELAXED);
-	if (!(v & RSEQ_SLICE_EXT_GRANTED))
-		return;		/* interrupted without a grant */
+	r = rseq_slice_word_end(w, fd);
+	if (r == RSEQ_SLICE_END_SUCCESS || r == RSEQ_SLICE_END_SCHEDULED)
+		return;		/* not granted */
 	t->grants++;
-	ret = rseq_slice_yield_fd(fd);
 	t->calls++;
-	if (ret == 1)
+	if (r == RSEQ_SLICE_END_YIELDED)
 		t->live_yields++;
-	else if (ret != 0)
+	else if (r != RSEQ_SLICE_END_RACED)
 		t->dance_bad++;
-	if (__atomic_load_n(w, __ATOMIC_RELAXED))
+	if (rseq_slice_word_load(w))
 		t->dance_bad++;		/* GRANTED must be gone after the yield */
 }
 
@@ -559,21 +550,6 @@ FIXTURE(fuzz)
 
 #define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
 
-static int read_small_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
 FIXTURE_SETUP(fuzz)
 {
 	struct rseq_slice_info info;
@@ -586,7 +562,7 @@ FIXTURE_SETUP(fuzz)
 	ASSERT_EQ(0, ioctl(self->shared_fd, RSEQ_SLICE_IOC_INFO, &info));
 	if (!(info.flags & RSEQ_SLICE_INFO_ENABLED))
 		SKIP(return, "the module is disabled (enabled=0)");
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 
 	ro_page = mmap(NULL, 2 * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ro_page);
@@ -599,7 +575,7 @@ FIXTURE_SETUP(fuzz)
 	 * MAP_HUGETLB case untested.
 	 */
 	self->hugepages0[0] = 0;
-	if (is_root() && !read_small_file(NR_HUGEPAGES, self->hugepages0, sizeof(self->hugepages0))) {
+	if (is_root() && !slice_read_file(NR_HUGEPAGES, self->hugepages0, sizeof(self->hugepages0))) {
 		char want[32];
 
 		snprintf(want, sizeof(want), "%ld", atol(self->hugepages0) + FUZZ_THREADS);
@@ -737,67 +713,6 @@ TEST_F_TIMEOUT(fuzz, ioctls, 900)
 	}
 	/* No grant is running any more: each one given has ended once. */
 	EXPECT_EQ(slice_stat("sgrant") - g0, grant_ends() - e0);
-}
-
-/* Private anonymous memory only: shared mappings are refused with EFAULT. */
-TEST(enable_shared_efault)
-{
-	char path[] = "/tmp/rseq_slice_shared.XXXXXX";
-	int fd = slice_open(), file = mkstemp(path);
-	uint32_t *fmap, *amap;
-
-	ASSERT_LE(0, fd);
-	ASSERT_LE(0, file);
-	unlink(path);
-	ASSERT_EQ(0, ftruncate(file, PG));
-	fmap = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
-	ASSERT_NE(MAP_FAILED, fmap);
-	amap = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, amap);
-	fmap[0] = 0;
-	amap[0] = 0;
-
-	EXPECT_EQ(-EFAULT, slice_enable_word(fd, fmap));
-	EXPECT_EQ(-EFAULT, slice_enable_word(fd, fmap + 1023));
-	EXPECT_EQ(-EFAULT, slice_enable_word(fd, amap));
-	EXPECT_EQ(-EFAULT, slice_enable_word(fd, amap + 1023));
-	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
-	munmap(fmap, PG);
-	munmap(amap, PG);
-	close(file);
-	close(fd);
-}
-
-/* INFO fills exactly its 64 bytes, reserved words zero, wherever it lands. */
-TEST(info_no_uninit_bytes)
-{
-	unsigned char buf[256] __attribute__((aligned(64)));
-	struct rseq_slice_info info;
-	int fd = slice_open();
-	unsigned int off, i;
-
-	ASSERT_LE(0, fd);
-	for (off = 0; off < 8; off++) {
-		memset(buf, 0xaa, sizeof(buf));
-		ASSERT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, buf + off));
-		memcpy(&info, buf + off, sizeof(info));
-		EXPECT_EQ(RSEQ_SLICE_ABI_VERSION, info.abi_version);
-		EXPECT_EQ(0, info.flags & ~(RSEQ_SLICE_INFO_ENABLED | RSEQ_SLICE_INFO_DEBUG |
-					    RSEQ_SLICE_INFO_ABORT));
-		EXPECT_LE(info.grant_ns_min, info.grant_ns);
-		EXPECT_GE(info.grant_ns_max, info.grant_ns);
-		for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++) {
-			if (info.reserved[i])
-				TH_LOG("offset %u: reserved[%u] = %#x", off, i, info.reserved[i]);
-			EXPECT_EQ(0, info.reserved[i]);
-		}
-		/* Not a byte before or after the structure. */
-		for (i = 0; i < off; i++)
-			EXPECT_EQ(0xaa, buf[i]);
-		for (i = off + sizeof(info); i < sizeof(buf); i++)
-			EXPECT_EQ(0xaa, buf[i]);
-	}
-	close(fd);
 }
 
 TEST_HARNESS_MAIN

@@ -37,20 +37,14 @@
 /* Request until granted, within the bound: true if the thread holds one. */
 static bool get_grant(uint32_t *w)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		if (request_wait(w, 200 * MS) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	st(w, 0);
+	rseq_slice_word_store(w, 0);
 	return false;
-}
-
-static void param_restore(const char *name, const char *val)
-{
-	if (is_root())
-		slice_param_set(name, val);
 }
 
 /*
@@ -60,20 +54,20 @@ static void param_restore(const char *name, const char *val)
  */
 FIXTURE(hard)
 {
-	int unused;
+	struct slice_params params;
 };
 
 FIXTURE_SETUP(hard)
 {
-	tsc_calibrate();
+	ASSERT_EQ(0, slice_params_save(&self->params));
+	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(hard)
 {
 	if (is_root())
 		syscall(SYS_delete_module, "ipmodify_hog", O_NONBLOCK);
-	param_restore("foreign_syscall", "kill");
-	param_restore("enabled", "1");
+	slice_params_restore(&self->params);
 }
 
 /* --- signals while REQUEST is set ---------------------------------------- */
@@ -88,21 +82,22 @@ FIXTURE_TEARDOWN(hard)
  */
 struct sig_counts {
 	unsigned long signals, req_in_handler, grant_in_handler;
-	unsigned long success, scheduled, yielded, raced, sections;
+	unsigned long ends[RSEQ_SLICE_END_RACED + 1];	/* by RSEQ_SLICE_END_* */
+	unsigned long sections;
 };
 
 static struct sig_counts *sigc;
 
 static void sig_handler(int sig)
 {
-	uint64_t end = tsc_ns() + 20000;
+	uint64_t end = rseq_slice_tsc_ns() + 20000;
 	uint32_t w = slice_word();
 
 	sigc->signals++;
 	if (w & RSEQ_SLICE_EXT_REQUEST)
 		sigc->req_in_handler++;
 	/* Spin a little, as a profiler's handler does: a grant would show. */
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		if (slice_word() & RSEQ_SLICE_EXT_GRANTED) {
 			sigc->grant_in_handler++;
 			return;
@@ -114,7 +109,7 @@ static int sig_child(int which, struct sig_counts *c)
 {
 	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
 	int sig = which == ITIMER_PROF ? SIGPROF : SIGALRM;
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 	struct sigaction sa = { .sa_handler = sig_handler };
 	struct noise noise;
 	sigset_t set;
@@ -133,25 +128,16 @@ static int sig_child(int which, struct sig_counts *c)
 	if (setitimer(which, &it, NULL))
 		return 22;
 	/* Enough signals inside sections, and grants alongside them. */
-	while ((c->signals < 2000 || c->yielded < 20) && tsc_ns() < end) {
+	while ((c->signals < 2000 || c->ends[RSEQ_SLICE_END_YIELDED] < 20) &&
+	       rseq_slice_tsc_ns() < end) {
+		int r;
+
 		rseq_slice_begin(&slice_self);
-		busy_wait_ns(5000);
-		switch (rseq_slice_end(&slice_self)) {
-		case RSEQ_SLICE_END_SUCCESS:
-			c->success++;
-			break;
-		case RSEQ_SLICE_END_SCHEDULED:
-			c->scheduled++;
-			break;
-		case RSEQ_SLICE_END_YIELDED:
-			c->yielded++;
-			break;
-		case RSEQ_SLICE_END_RACED:
-			c->raced++;
-			break;
-		default:
+		rseq_slice_busy_wait_ns(5000);
+		r = rseq_slice_end(&slice_self);
+		if (r < 0 || r > RSEQ_SLICE_END_RACED)
 			return 23;
-		}
+		c->ends[r]++;
 		c->sections++;
 	}
 	it = (struct itimerval){ };
@@ -168,15 +154,16 @@ static void signal_storm(struct __test_metadata *_metadata, int which)
 	pid_t pid;
 
 	ASSERT_NE(MAP_FAILED, c);
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
 		_exit(sig_child(which, c));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ksft_print_msg("%lu signals, %lu sections: %lu success, %lu scheduled, %lu yielded, %lu raced; handler saw REQUEST %lu, GRANTED %lu\n",
-		       c->signals, c->sections, c->success, c->scheduled, c->yielded,
-		       c->raced, c->req_in_handler, c->grant_in_handler);
+		       c->signals, c->sections, c->ends[RSEQ_SLICE_END_SUCCESS],
+		       c->ends[RSEQ_SLICE_END_SCHEDULED], c->ends[RSEQ_SLICE_END_YIELDED],
+		       c->ends[RSEQ_SLICE_END_RACED], c->req_in_handler, c->grant_in_handler);
 	ASSERT_TRUE(WIFEXITED(status)) {
 		TH_LOG("the program died: status %#x (signal %d)", status,
 		       WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -185,8 +172,9 @@ static void signal_storm(struct __test_metadata *_metadata, int which)
 	EXPECT_EQ(0, c->req_in_handler);
 	EXPECT_EQ(0, c->grant_in_handler);
 	EXPECT_LE(2000, c->signals);
-	EXPECT_LE(20, c->yielded);
-	EXPECT_EQ(c->sections, c->success + c->scheduled + c->yielded + c->raced);
+	EXPECT_LE(20, c->ends[RSEQ_SLICE_END_YIELDED]);
+	EXPECT_EQ(c->sections, c->ends[RSEQ_SLICE_END_SUCCESS] + c->ends[RSEQ_SLICE_END_SCHEDULED] +
+		  c->ends[RSEQ_SLICE_END_YIELDED] + c->ends[RSEQ_SLICE_END_RACED]);
 	munmap(c, PG);
 }
 
@@ -274,7 +262,7 @@ static void drop_grant(void)
 {
 	if (slice_word() & RSEQ_SLICE_EXT_GRANTED)
 		slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
-	st(&slice_self.ctrl, 0);
+	rseq_slice_word_store(&slice_self.ctrl, 0);
 }
 
 FIXTURE(switchout)
@@ -295,7 +283,7 @@ FIXTURE_SETUP(switchout)
 	ASSERT_NE(NULL, self->buf);
 	self->zero = open("/dev/zero", O_RDONLY);
 	ASSERT_LE(0, self->zero);
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(switchout)
@@ -306,6 +294,57 @@ FIXTURE_TEARDOWN(switchout)
 }
 
 /*
+ * Rounds of @call with REQUEST set, until 50 of them were switched out
+ * (the witness ran meanwhile, and no SIGSEGV came): REQUEST must be clear
+ * after every one of those. @pause_ns of spinning before each round.
+ */
+static void switchout_rounds(struct __test_metadata *_metadata, FIXTURE_DATA(switchout) *self,
+			     int witness_mode, uint64_t pause_ns,
+			     bool (*call)(FIXTURE_DATA(switchout) *self), const char *what)
+{
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
+	int switched = 0, kept = 0, rounds = 0;
+
+	ASSERT_EQ(0, witness_start(&self->w, witness_mode));
+	while (switched < 50 && rseq_slice_tsc_ns() < end) {
+		int k = foreign_kills;
+		unsigned long r0, r1;
+		uint32_t v;
+
+		rseq_slice_busy_wait_ns(pause_ns);
+		rseq_slice_word_request(&slice_self.ctrl);
+		r0 = self->w.runs;
+		if (!call(self))
+			break;
+		r1 = self->w.runs;
+		v = slice_word();
+		rounds++;
+		if (r1 != r0 && k == foreign_kills) {
+			switched++;
+			if (v & RSEQ_SLICE_EXT_REQUEST)
+				kept++;
+		}
+		drop_grant();
+	}
+	witness_stop(&self->w);
+	ksft_print_msg("%d %s, %d switched out with REQUEST set, %d kept it\n",
+		       rounds, what, switched, kept);
+	EXPECT_LE(50, switched);
+	EXPECT_EQ(0, kept);
+}
+
+/* A caught SIGSEGV (see count_kill()) may cut the call short. */
+static bool read_zero(FIXTURE_DATA(switchout) *self)
+{
+	return read(self->zero, self->buf, 1 << 20) >= 0 || errno == EINTR;
+}
+
+static bool wake_reader(FIXTURE_DATA(switchout) *self)
+{
+	return write(self->w.pipefd[1], "x", 1) == 1 || errno == EINTR;
+}
+
+/*
  * A long system call with REQUEST set: read() of /dev/zero clears 1 MB
  * in the kernel, with a witness waking every 50 us on this CPU. The
  * thread is preempted inside the call (preempt=full), at its resched
@@ -313,74 +352,18 @@ FIXTURE_TEARDOWN(switchout)
  */
 TEST_F_TIMEOUT(switchout, in_kernel_work, 420)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
-	int switched = 0, kept = 0, rounds = 0;
-
-	ASSERT_EQ(0, witness_start(&self->w, 0));
-	while (switched < 50 && tsc_ns() < end) {
-		int k = foreign_kills;
-		unsigned long r0, r1;
-		uint32_t v;
-
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-		r0 = self->w.runs;
-		/* A caught SIGSEGV (see count_kill()) may cut the read short. */
-		if (read(self->zero, self->buf, 1 << 20) < 0 && errno != EINTR)
-			break;
-		r1 = self->w.runs;
-		v = slice_word();
-		rounds++;
-		if (r1 != r0 && k == foreign_kills) {
-			switched++;
-			if (v & RSEQ_SLICE_EXT_REQUEST)
-				kept++;
-		}
-		drop_grant();
-	}
-	witness_stop(&self->w);
-	ksft_print_msg("%d calls, %d switched out with REQUEST set, %d kept it\n",
-		       rounds, switched, kept);
-	EXPECT_LE(50, switched);
-	EXPECT_EQ(0, kept);
+	switchout_rounds(_metadata, self, 0, 0, read_zero, "calls");
 }
 
 /*
  * A system call whose return reschedules: write() wakes a reader on this
  * CPU, which then runs before write() returns to user space (on the
- * call's way out, or inside it on preemptible kernels).
+ * call's way out, or inside it on preemptible kernels). Each round first
+ * lets the reader block in read() again.
  */
 TEST_F_TIMEOUT(switchout, wakeup_on_syscall_return, 420)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
-	int switched = 0, kept = 0, rounds = 0;
-
-	ASSERT_EQ(0, witness_start(&self->w, 1));
-	while (switched < 50 && tsc_ns() < end) {
-		int k = foreign_kills;
-		unsigned long r0, r1;
-		uint32_t v;
-
-		/* Let the reader block in read() first. */
-		busy_wait_ns(200000);
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
-		r0 = self->w.runs;
-		if (write(self->w.pipefd[1], "x", 1) != 1 && errno != EINTR)
-			break;
-		r1 = self->w.runs;
-		v = slice_word();
-		rounds++;
-		if (r1 != r0 && k == foreign_kills) {
-			switched++;
-			if (v & RSEQ_SLICE_EXT_REQUEST)
-				kept++;
-		}
-		drop_grant();
-	}
-	witness_stop(&self->w);
-	ksft_print_msg("%d writes, %d switched out with REQUEST set, %d kept it\n",
-		       rounds, switched, kept);
-	EXPECT_LE(50, switched);
-	EXPECT_EQ(0, kept);
+	switchout_rounds(_metadata, self, 1, 200000, wake_reader, "writes");
 }
 
 /*
@@ -499,7 +482,7 @@ TEST_F_TIMEOUT(switchout, blocking_page_fault, 420)
 		u.ready = round;
 		while (u.armed != round)
 			;
-		st(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		(void)*(volatile char *)(u.area + i * PG);
 		v = slice_word();
 		if (u.slept == round) {
@@ -621,13 +604,13 @@ static bool get_grant_counting(uint32_t *w)
 	long i, tries;
 
 	for (tries = 0; tries < 100000; tries++) {
-		st(w, RSEQ_SLICE_EXT_REQUEST);
-		for (i = 0; i < 10000000 && ld(w) == RSEQ_SLICE_EXT_REQUEST; i++)
+		rseq_slice_word_store(w, RSEQ_SLICE_EXT_REQUEST);
+		for (i = 0; i < 10000000 && rseq_slice_word_load(w) == RSEQ_SLICE_EXT_REQUEST; i++)
 			;
-		if (ld(w) == RSEQ_SLICE_EXT_GRANTED)
+		if (rseq_slice_word_load(w) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	st(w, 0);
+	rseq_slice_word_store(w, 0);
 	return false;
 }
 
@@ -810,18 +793,18 @@ TEST_F_TIMEOUT(hard, ptrace_sees_the_call, 600)
 /* Grants answered on @w within the bound: true if one came. */
 static bool granted_on(uint32_t *w, int fd)
 {
-	uint64_t end = tsc_ns() + EVENT_BOUND_NS;
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
 
-	while (tsc_ns() < end) {
+	while (rseq_slice_tsc_ns() < end) {
 		uint32_t v = request_wait(w, 200 * MS);
 
 		if (v == RSEQ_SLICE_EXT_GRANTED) {
 			slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD);
-			st(w, 0);
+			rseq_slice_word_store(w, 0);
 			return true;
 		}
 	}
-	st(w, 0);
+	rseq_slice_word_store(w, 0);
 	return false;
 }
 
@@ -865,7 +848,7 @@ static void replaced_then_reenabled(struct __test_metadata *_metadata,
 
 	/* The old page gets the kernel's writes: the word sees none. */
 	EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, request_wait(self->w, 50 * MS));
-	st(self->w, 0);
+	rseq_slice_word_store(self->w, 0);
 	EXPECT_EQ(0, slice_enable_word(self->fd, self->w));
 	EXPECT_EQ(1, slice_ioctl(self->fd, RSEQ_SLICE_IOC_GET));
 	EXPECT_TRUE(granted_on(self->w, self->fd));
@@ -910,7 +893,7 @@ TEST_F_TIMEOUT(hard, yield_through_a_dup, 420)
 	dupfd = dup(fd);
 	ASSERT_LE(0, dupfd);
 	ASSERT_EQ(0, noise_start(&n, slice_test_cpu(), 2000, 50000));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	for (i = 0; i < 200 && live < 5; i++) {
 		int ret;
 

@@ -83,14 +83,14 @@ static uint64_t left_ns(uint64_t end)
  */
 static bool wait_grant_word(uint64_t bound_ns, uint32_t *seen)
 {
-	uint64_t end = tsc_ns() + bound_ns;
+	uint64_t end = rseq_slice_tsc_ns() + bound_ns;
 	uint32_t w;
 
-	while (tsc_ns() < end) {
-		uint64_t req_end = tsc_ns() + REQUEST_NS;
+	while (rseq_slice_tsc_ns() < end) {
+		uint64_t req_end = rseq_slice_tsc_ns() + REQUEST_NS;
 
 		merged_set_request(1);
-		while (merged_request() && tsc_ns() < req_end)
+		while (merged_request() && rseq_slice_tsc_ns() < req_end)
 			;
 		w = merged_ctrl_all();
 		if (w & 0xff00) {
@@ -145,7 +145,7 @@ FIXTURE_SETUP(merged)
 	self->enabled[0] = 0;
 	ASSERT_FALSE(merged_glibc_owns_rseq());
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 }
 
 FIXTURE_TEARDOWN(merged)
@@ -389,8 +389,8 @@ TEST_F_TIMEOUT(merged, yield_after_revoke_is_raced, 600)
 	start_noise(_metadata, self);
 	ASSERT_TRUE(wait_grant(EVENT_NS));
 	/* No system call until the kernel has taken the grant back. */
-	end = tsc_ns() + EVENT_NS;
-	while (merged_granted() && tsc_ns() < end)
+	end = rseq_slice_tsc_ns() + EVENT_NS;
+	while (merged_granted() && rseq_slice_tsc_ns() < end)
 		;
 	ASSERT_EQ(0, merged_granted()) {
 		TH_LOG("the grant did not end within %llu s", EVENT_NS / 1000000000ULL);
@@ -486,8 +486,8 @@ TEST_F_TIMEOUT(merged, unregister_ends_extension, 600)
 	 */
 	merged_tls.abi.slice_ctrl.request = 1;
 	r0 = self->noise.rounds;
-	end = tsc_ns() + EVENT_NS;
-	while (self->noise.rounds - r0 < 500 && tsc_ns() < end &&
+	end = rseq_slice_tsc_ns() + EVENT_NS;
+	while (self->noise.rounds - r0 < 500 && rseq_slice_tsc_ns() < end &&
 	       __atomic_load_n(&merged_tls.abi.slice_ctrl.all, __ATOMIC_RELAXED) == 1)
 		;
 	EXPECT_LE(500, self->noise.rounds - r0);

@@ -32,13 +32,7 @@
 /* Set REQUEST, spin until the kernel changes the word or @max_ns pass. */
 static uint32_t request_and_wait(uint64_t max_ns)
 {
-	uint64_t end = tsc_ns() + max_ns;
-	uint32_t w;
-
-	__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
-		;
-	return w;
+	return request_wait(&slice_self.ctrl, max_ns);
 }
 
 /* Spin under REQUEST until granted: true if the thread now holds a grant. */
@@ -50,7 +44,7 @@ static bool wait_grant(void)
 		if (request_and_wait(WAIT_NS) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	rseq_slice_word_store(&slice_self.ctrl, 0);
 	return false;
 }
 
@@ -83,18 +77,11 @@ static long long stat_delta(const char *name, long long before)
 	return before < 0 || now < 0 ? -1 : now - before;
 }
 
-/* Root may set a parameter for a test and put it back afterwards. */
-static void param_restore(const char *name, const char *val)
-{
-	if (is_root())
-		slice_param_set(name, val);
-}
-
 FIXTURE(sem)
 {
 	struct noise noise;
 	/* The parameters a test may change, restored by the teardown. */
-	char grant_ns[32], foreign[16];
+	struct slice_params params;
 };
 
 FIXTURE_VARIANT(sem)
@@ -117,8 +104,7 @@ FIXTURE_VARIANT_ADD(sem, sparse)
 FIXTURE_SETUP(sem)
 {
 	SLICE_ONLY_FILTER();
-	ASSERT_EQ(0, slice_param_get("grant_ns", self->grant_ns, sizeof(self->grant_ns)));
-	ASSERT_EQ(0, slice_param_get("foreign_syscall", self->foreign, sizeof(self->foreign)));
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_EQ(0, noise_start(&self->noise, slice_test_cpu(), 2000, variant->noise_sleep_ns));
@@ -131,9 +117,8 @@ FIXTURE_TEARDOWN(sem)
 	if (is_root()) {
 		slice_trace_event("timer/hrtimer_expire_entry", 0);
 		slice_trace_event("rseq_slice", 0);
-		param_restore("grant_ns", self->grant_ns);
-		param_restore("foreign_syscall", self->foreign);
 	}
+	slice_params_restore(&self->params);
 }
 
 /* Rule 1 and 5: an interrupted REQUEST becomes a grant; YIELD ends it. */
@@ -219,7 +204,7 @@ TEST_F_TIMEOUT(sem, yield_cancels_timer, 600)
 			live++;
 	}
 	/* Let a timer left behind by the last yield fire too. */
-	busy_wait_ns(2 * 1000 * 1000);
+	rseq_slice_busy_wait_ns(2 * 1000 * 1000);
 	slice_trace_event("timer/hrtimer_expire_entry", 0);
 	e = stat_delta("sexpir", e0);
 	fired = slice_trace_count("function=rseq_slice_timer_fn");
@@ -300,8 +285,6 @@ static volatile unsigned int sig_in_spin_hits, sig_saw_granted, sig_elsewhere;
 
 static void holder_handler(int sig)
 {
-	unsigned char was_set;
-
 	if (sig_in_spin) {
 		sig_in_spin_hits++;
 		if (slice_word() & RSEQ_SLICE_EXT_GRANTED)
@@ -315,11 +298,7 @@ static void holder_handler(int sig)
 	 * spin then sees its REQUEST answered without a grant.
 	 */
 	sig_elsewhere++;
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (slice_self.ctrl), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT) : "cc", "memory");
-	if (!was_set && (slice_word() & RSEQ_SLICE_EXT_GRANTED))
-		slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
+	rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
 }
 
 TEST_F_TIMEOUT(sem, signal_ends_grant, 600)
@@ -340,8 +319,9 @@ TEST_F_TIMEOUT(sem, signal_ends_grant, 600)
 		/* Long grants: more of the signals land inside one. */
 		ASSERT_EQ(0, slice_param_set("grant_ns", "50000"));
 		ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
-	} else if (strcmp(self->foreign, "kill")) {
-		SKIP(return, "foreign_syscall is %s", self->foreign);
+	} else if (strcmp(slice_params_val(&self->params, "foreign_syscall"), "kill")) {
+		SKIP(return, "foreign_syscall is %s",
+		     slice_params_val(&self->params, "foreign_syscall"));
 	}
 	if (is_root()) {
 		ASSERT_EQ(0, slice_trace_reset("8192"));
@@ -431,9 +411,9 @@ TEST_F(sem, rerequest_inside_grant_is_revoked)
 		ASSERT_EQ(0, w);
 	}
 	ASSERT_LT(i, 200);
-	end = tsc_ns() + WAIT_NS;
+	end = rseq_slice_tsc_ns() + WAIT_NS;
 	while ((w = slice_word()) == (RSEQ_SLICE_EXT_GRANTED | RSEQ_SLICE_EXT_REQUEST) &&
-	       tsc_ns() < end)
+	       rseq_slice_tsc_ns() < end)
 		;
 	EXPECT_EQ(0, w);
 	/*
@@ -473,7 +453,7 @@ TEST_F_TIMEOUT(sem, revoked_before_user_code, 120)
 
 		if (!wait_grant())
 			break;
-		t0 = tsc_ns();
+		t0 = rseq_slice_tsc_ns();
 		last = t0;
 		r0 = self->noise.rounds;
 		for (;;) {
@@ -488,10 +468,10 @@ TEST_F_TIMEOUT(sem, revoked_before_user_code, 120)
 			}
 			if (!(w & RSEQ_SLICE_EXT_GRANTED))
 				break;
-			last = tsc_ns();
+			last = rseq_slice_tsc_ns();
 		}
 		held[n++] = last - t0;
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
 	EXPECT_EQ(rounds, n);
 	EXPECT_EQ(0, stale);
@@ -528,13 +508,13 @@ TEST_F(sem, disabled_gives_no_grants)
 		SKIP(return, "needs root to write the enabled parameter");
 	ASSERT_EQ(0, slice_param_set("enabled", "0"));
 	ASSERT_EQ(1, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_GET));
-	end = tsc_ns() + 300 * 1000 * 1000ULL;
-	__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-	while (tsc_ns() < end) {
+	end = rseq_slice_tsc_ns() + 300 * 1000 * 1000ULL;
+	rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
+	while (rseq_slice_tsc_ns() < end) {
 		w = slice_word();
 		granted |= !!(w & RSEQ_SLICE_EXT_GRANTED);
 	}
-	__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+	rseq_slice_word_store(&slice_self.ctrl, 0);
 	/* With the hooks gone, nothing touches the word at all. */
 	EXPECT_FALSE(granted);
 	EXPECT_EQ(RSEQ_SLICE_EXT_REQUEST, w);
@@ -575,7 +555,7 @@ TEST(no_grant_on_syscall_return)
 
 	struct sched_param idle = { 0 };
 
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_EQ(0, pipe(p));
@@ -591,7 +571,7 @@ TEST(no_grant_on_syscall_return)
 		while (r.ran != i)
 			sched_yield();
 		before = r.ran;
-		__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST);
 		ASSERT_EQ(1, write(p[1], "x", 1));
 		w = slice_word();
 		if (r.ran != before)
@@ -600,7 +580,7 @@ TEST(no_grant_on_syscall_return)
 			granted++;
 			slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
 		}
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
 	close(p[1]);
 	pthread_join(th, NULL);
@@ -676,7 +656,7 @@ static int foreign_syscall_child(int *pipefd, struct foreign *f)
 			/* Still alive: the grant, if any, is over now. */
 			if (slice_word() & ~f->extra)
 				f->dirty++;
-			__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+			rseq_slice_word_store(&slice_self.ctrl, 0);
 		}
 		_exit(0);
 	}
@@ -693,7 +673,27 @@ static unsigned int pipe_bytes(int fd)
 	return n;
 }
 
-TEST(foreign_syscall_kill)
+/*
+ * The tests that set foreign_syscall or debug: the fixture puts every
+ * parameter back, whatever assertion ended a test.
+ */
+FIXTURE(params)
+{
+	struct slice_params params;
+};
+
+FIXTURE_SETUP(params)
+{
+	SLICE_ONLY_FILTER();
+	ASSERT_EQ(0, slice_params_save(&self->params));
+}
+
+FIXTURE_TEARDOWN(params)
+{
+	slice_params_restore(&self->params);
+}
+
+TEST_F(params, foreign_syscall_kill)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -709,7 +709,7 @@ TEST(foreign_syscall_kill)
 		ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
 	}
 	ASSERT_EQ(0, pipe(p));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	status = foreign_syscall_child(p, f);
 	ksft_print_msg("killed at call %u\n", f->tries);
 	ASSERT_TRUE(WIFSIGNALED(status)) {
@@ -725,10 +725,9 @@ TEST(foreign_syscall_kill)
 	EXPECT_EQ(0, f->dirty);
 	if (k >= 0)
 		EXPECT_LE(1, stat_delta("skill", k));
-	param_restore("foreign_syscall", "kill");
 }
 
-TEST(foreign_syscall_abort)
+TEST_F(params, foreign_syscall_abort)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -740,9 +739,8 @@ TEST(foreign_syscall_abort)
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
 	ASSERT_EQ(0, pipe(p));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	status = foreign_syscall_child(p, f);
-	param_restore("foreign_syscall", "kill");
 	ASSERT_TRUE(WIFEXITED(status)) {
 		TH_LOG("child status %#x after %u calls", status, f->tries);
 	}
@@ -765,7 +763,7 @@ TEST(foreign_syscall_abort)
  * grant ended before them are not checked, so the child tries until one
  * was.
  */
-TEST(debug_checks_syscall_entry)
+TEST_F(params, debug_checks_syscall_entry)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -775,13 +773,11 @@ TEST(debug_checks_syscall_entry)
 		SKIP(return, "needs root to set debug and foreign_syscall");
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, pipe(p));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
 	ASSERT_EQ(0, slice_param_set("debug", "1"));
 	f->extra = 1U << 7;
 	status = foreign_syscall_child(p, f);
-	slice_param_set("debug", "0");
-	param_restore("foreign_syscall", "kill");
 	ksft_print_msg("killed at call %u, %u calls had aborted a grant before\n",
 		       f->tries, f->aborted);
 	ASSERT_TRUE(WIFSIGNALED(status)) {
@@ -802,14 +798,14 @@ static int yield_with_word(uint32_t word)
 	if (pid == 0) {
 		if (slice_enable_self())
 			_exit(20);
-		__atomic_store_n(&slice_self.ctrl, word, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, word);
 		_exit(slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD) == 0 ? 0 : 21);
 	}
 	waitpid(pid, &status, 0);
 	return status;
 }
 
-TEST(debug_checks_the_word)
+TEST_F(params, debug_checks_the_word)
 {
 	int status;
 
@@ -951,17 +947,13 @@ TEST(lifecycle_exec_drops)
 	pid_t pid;
 	int status;
 
-	pid = fork();
+	pid = slice_fork_enabled();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		int fd = slice_open();
-
-		if (fd < 0 || slice_enable_word(fd, &slice_self.ctrl))
-			_exit(20);
-		snprintf(fdstr, sizeof(fdstr), "%d", fd);
+		snprintf(fdstr, sizeof(fdstr), "%d", slice_self.fd);
 		setenv(EXEC_CHECK_ENV, fdstr, 1);
 		/* Keep the fd across exec so the new program can ask. */
-		fcntl(fd, F_SETFD, 0);
+		fcntl(slice_self.fd, F_SETFD, 0);
 		execl("/proc/self/exe", "exec_check", NULL);
 		_exit(21);
 	}
@@ -1032,18 +1024,18 @@ TEST_F_TIMEOUT(rule1, no_grant_without_reschedule, 300)
 	long long ticks = 0;
 	bool clean = false;
 
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	ASSERT_EQ(0, pin_self(cpu));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_LE(0, local_timer_irqs(cpu));
 	while (!clean && now_ns() < end) {
 		long long t0 = local_timer_irqs(cpu), g = slice_stat("sgrant");
-		uint64_t stop = tsc_ns() + 100 * 1000000ULL;
+		uint64_t stop = rseq_slice_tsc_ns() + 100 * 1000000ULL;
 		uint32_t w = RSEQ_SLICE_EXT_REQUEST;
 
 		windows++;
 		__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-		while (tsc_ns() < stop && (w = slice_word()) == RSEQ_SLICE_EXT_REQUEST)
+		while (rseq_slice_tsc_ns() < stop && (w = slice_word()) == RSEQ_SLICE_EXT_REQUEST)
 			;
 		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
 		if (w & RSEQ_SLICE_EXT_GRANTED) {

@@ -69,7 +69,7 @@ TEST_F_TIMEOUT(slice_ext, slice_test, SLICE_MAX_SECS + 60)
 	ASSERT_TRUE(hres_active());
 	for (;;) {
 		rseq_slice_begin(&slice_self);
-		busy_wait_ns(variant->slice_ns);
+		rseq_slice_busy_wait_ns(variant->slice_ns);
 		switch (rseq_slice_end(&slice_self)) {
 		case RSEQ_SLICE_END_SUCCESS:
 			success++;

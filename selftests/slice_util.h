@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the rseq_slice selftests: the device, a thread's
- * registration, the module's statistics and parameters, clocks and CPUs.
+ * registration, the module's statistics and parameters, CPUs. The
+ * protocol itself and the TSC clock are librseq-slice's (lib/rseq_slice.h).
  */
 #ifndef SLICE_UTIL_H
 #define SLICE_UTIL_H
@@ -22,22 +23,10 @@
 #include <unistd.h>
 
 #include <linux/rseq_slice.h>
+#include <rseq_slice.h>
 
 #define SLICE_STATS	"/sys/kernel/debug/rseq_slice/stats"
 #define SLICE_PARAMS	"/sys/module/rseq_slice/parameters/"
-
-#ifndef RSEQ_SLICE_END_SUCCESS
-/*
- * The uapi header has its protocol helpers (and this struct) for x86-64
- * only; 32-bit tests (compat32_test) bring their own protocol code and
- * share the rest of these helpers.
- */
-struct rseq_slice_thread {
-	__u32 ctrl;
-	__u32 depth;
-	int fd;
-};
-#endif
 
 static __thread struct rseq_slice_thread slice_self = { .fd = -1 };
 
@@ -56,52 +45,6 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-/*
- * Critical sections must not enter the kernel: a system call while
- * granted is an ABI violation. clock_gettime() is one where the vDSO
- * cannot read the clock (the HPET clocksource QEMU's TCG guests end up
- * with), so time inside critical sections comes from the TSC, calibrated
- * once against CLOCK_MONOTONIC.
- */
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-static double tsc_per_ns;
-
-static inline void tsc_calibrate(void)
-{
-	uint64_t t0, c0, t1, c1;
-
-	if (tsc_per_ns)
-		return;
-	t0 = now_ns();
-	c0 = rdtsc();
-	while (now_ns() - t0 < 20000000)
-		;
-	t1 = now_ns();
-	c1 = rdtsc();
-	tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
-}
-
-/* Nanoseconds on the TSC's scale, without a system call. */
-static inline uint64_t tsc_ns(void)
-{
-	return (uint64_t)((double)rdtsc() / tsc_per_ns);
-}
-
-static inline void busy_wait_ns(uint64_t ns)
-{
-	uint64_t end = rdtsc() + (uint64_t)((double)ns * tsc_per_ns);
-
-	while (rdtsc() < end)
-		;
 }
 
 static inline int slice_open(void)
@@ -129,26 +72,31 @@ static inline int slice_enable_self(void)
 	return slice_enable_word(slice_self.fd, &slice_self.ctrl);
 }
 
-/* A control word, read and written as user space does: plain accesses. */
-static inline uint32_t ld(const uint32_t *w)
+/*
+ * fork() with the child registered (registrations are not inherited): in
+ * the child a descriptor of its own in slice_self.fd, and slice_self.ctrl
+ * enabled; a child that cannot exits 20. Returns what fork() returns.
+ */
+static inline pid_t slice_fork_enabled(void)
 {
-	return __atomic_load_n(w, __ATOMIC_RELAXED);
-}
+	pid_t pid = fork();
 
-static inline void st(uint32_t *w, uint32_t v)
-{
-	__atomic_store_n(w, v, __ATOMIC_RELAXED);
-	__asm__ __volatile__("" ::: "memory");
+	if (pid == 0) {
+		slice_self.fd = slice_open();
+		if (slice_self.fd < 0 || slice_enable_word(slice_self.fd, &slice_self.ctrl))
+			_exit(20);
+	}
+	return pid;
 }
 
 /* REQUEST, then spin until the kernel changes the word or @ns pass. */
 static inline uint32_t request_wait(uint32_t *w, uint64_t ns)
 {
-	uint64_t end = tsc_ns() + ns;
+	uint64_t end = rseq_slice_tsc_ns() + ns;
 	uint32_t v;
 
-	st(w, RSEQ_SLICE_EXT_REQUEST);
-	while ((v = ld(w)) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
+	rseq_slice_word_request(w);
+	while ((v = rseq_slice_word_load(w)) == RSEQ_SLICE_EXT_REQUEST && rseq_slice_tsc_ns() < end)
 		;
 	return v;
 }
@@ -162,7 +110,7 @@ static inline int slice_ioctl(int fd, unsigned long cmd)
 
 static inline uint32_t slice_word(void)
 {
-	return __atomic_load_n(&slice_self.ctrl, __ATOMIC_RELAXED);
+	return rseq_slice_word_load(&slice_self.ctrl);
 }
 
 /* One statistics counter; -1 if the file is unreadable (not root). */
@@ -187,41 +135,111 @@ static inline bool is_root(void)
 	return geteuid() == 0;
 }
 
+/* Write @val to @path (truncating): 0 or -errno. */
+static inline int slice_write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Read @path into @buf, without a trailing newline: 0 or -errno. */
+static inline int slice_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY), ret;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	if (n < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	buf[n] = 0;
+	if (n && buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
 /* Write a module parameter (root): 0 or -errno. */
 static inline int slice_param_set(const char *name, const char *val)
 {
 	char path[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), SLICE_PARAMS "%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return (int)n;
+	return slice_write_file(path, val);
 }
 
 static inline int slice_param_get(const char *name, char *buf, size_t len)
 {
 	char path[256];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), SLICE_PARAMS "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = 0;
+	return slice_read_file(path, buf, len);
+}
+
+/*
+ * The module's parameters, saved by a fixture's setup and put back by
+ * its teardown (root), so that a test ended early by an assertion never
+ * leaves the module changed (say enabled=0) for the tests after it. Only
+ * those that differ are written back: a write of enabled re-arms hooks.
+ */
+#define SLICE_NPARAMS	4
+static const char * const slice_param_names[SLICE_NPARAMS] = {
+	"grant_ns", "enabled", "debug", "foreign_syscall",
+};
+
+struct slice_params {
+	char val[SLICE_NPARAMS][32];
+	bool saved;
+};
+
+/* 0 or -errno (the module is not loaded). */
+static inline int slice_params_save(struct slice_params *p)
+{
+	int i, ret;
+
+	p->saved = false;
+	for (i = 0; i < SLICE_NPARAMS; i++) {
+		ret = slice_param_get(slice_param_names[i], p->val[i], sizeof(p->val[i]));
+		if (ret)
+			return ret;
+	}
+	p->saved = true;
 	return 0;
+}
+
+/* The saved value of @name. */
+static inline const char *slice_params_val(const struct slice_params *p, const char *name)
+{
+	int i;
+
+	for (i = 0; i < SLICE_NPARAMS; i++)
+		if (!strcmp(slice_param_names[i], name))
+			return p->val[i];
+	return "";
+}
+
+static inline void slice_params_restore(const struct slice_params *p)
+{
+	char now[32];
+	int i;
+
+	if (!p->saved || !is_root())
+		return;
+	for (i = 0; i < SLICE_NPARAMS; i++) {
+		if (slice_param_get(slice_param_names[i], now, sizeof(now)) ||
+		    strcmp(now, p->val[i]))
+			slice_param_set(slice_param_names[i], p->val[i]);
+	}
 }
 
 /* The CPU the slice tests run on: not CPU 0 where possible, as upstream. */
@@ -266,9 +284,9 @@ static void *noise_fn(void *arg)
 	struct timespec ts = { .tv_nsec = (long)n->sleep_ns };
 
 	pin_self(n->cpu);
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	while (!n->stop) {
-		busy_wait_ns(n->busy_ns);
+		rseq_slice_busy_wait_ns(n->busy_ns);
 		nanosleep(&ts, NULL);
 		n->rounds++;
 	}
@@ -282,7 +300,7 @@ static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64
 	n->sleep_ns = sleep_ns;
 	n->stop = false;
 	n->rounds = 0;
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	return pthread_create(&n->thread, NULL, noise_fn, n);
 }
 
@@ -343,6 +361,18 @@ static inline int slice_unload_module(void)
 	return syscall(SYS_delete_module, "rseq_slice", O_NONBLOCK) ? -errno : 0;
 }
 
+/*
+ * The teardown of a test that unloads the module: load it again if a
+ * failure left it out (root), then its parameters as they were (a reload
+ * brings the defaults back).
+ */
+static inline void slice_module_restore(const struct slice_params *p)
+{
+	if (is_root() && !slice_module_loaded())
+		slice_load_module("");
+	slice_params_restore(p);
+}
+
 /* Is the kernel's timer in high-resolution mode on every CPU? */
 static inline bool hres_active(void)
 {
@@ -387,19 +417,6 @@ static inline bool hres_active(void)
 
 /* tracefs, for the tests that count the module's (or the kernel's) events. */
 #define SLICE_TRACING	"/sys/kernel/debug/tracing/"
-
-/* Write @val to @path (truncating): 0 or -errno. */
-static inline int slice_write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
-}
 
 /* Enable (1) or disable (0) the trace event SYSTEM/NAME: 0 or -errno. */
 static inline int slice_trace_event(const char *event, int on)

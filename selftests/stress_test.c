@@ -17,25 +17,11 @@
 #include <sys/wait.h>
 #include "kselftest_harness.h"
 
-#define TRACING		"/sys/kernel/debug/tracing/"
-
 static long env_long(const char *name, long dflt)
 {
 	const char *s = getenv(name);
 
 	return s ? atol(s) : dflt;
-}
-
-static int write_file(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n < 0 ? -errno : 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -54,7 +40,7 @@ static int cmp_u64(const void *a, const void *b)
 FIXTURE(overrun)
 {
 	struct noise noise;
-	char grant_ns[32];	/* to restore, if a test changed it */
+	struct slice_params params;	/* restored by the teardown */
 };
 
 FIXTURE_SETUP(overrun)
@@ -62,6 +48,7 @@ FIXTURE_SETUP(overrun)
 	SLICE_ONLY_FILTER();
 	if (!is_root())
 		return;
+	ASSERT_EQ(0, slice_params_save(&self->params));
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	/* Wakeups every 50 us: grants end by the wakeup or by expiry. */
@@ -74,9 +61,8 @@ FIXTURE_TEARDOWN(overrun)
 		return;
 	noise_stop(&self->noise);
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
-	write_file(TRACING "events/rseq_slice/enable", "0");
-	if (self->grant_ns[0])
-		slice_param_set("grant_ns", self->grant_ns);
+	slice_trace_event("rseq_slice", 0);
+	slice_params_restore(&self->params);
 }
 
 /*
@@ -92,8 +78,8 @@ static ssize_t never_yielded(struct __test_metadata *_metadata, long grants, uin
 	FILE *f;
 
 	*held = NULL;
-	if (write_file(TRACING "buffer_size_kb", "16384") || write_file(TRACING "trace", "") ||
-	    write_file(TRACING "events/rseq_slice/rseq_slice_revoke/enable", "1"))
+	if (slice_trace_reset("16384") ||
+	    slice_trace_event("rseq_slice/rseq_slice_revoke", 1))
 		return -1;
 	while (slice_stat("sgrant") - g0 < grants) {
 		uint32_t w;
@@ -101,20 +87,19 @@ static ssize_t never_yielded(struct __test_metadata *_metadata, long grants, uin
 
 		/* A batch between two reads of the statistics file. */
 		for (k = 0; k < 200; k++) {
-			__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST,
-					 __ATOMIC_RELAXED);
+			rseq_slice_word_request(&slice_self.ctrl);
 			while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST)
 				;
 			/* Never yield: spin until the kernel takes the grant back. */
 			while (slice_word() & RSEQ_SLICE_EXT_GRANTED)
 				;
 		}
-		__atomic_store_n(&slice_self.ctrl, 0, __ATOMIC_RELAXED);
+		rseq_slice_word_store(&slice_self.ctrl, 0);
 	}
-	if (write_file(TRACING "events/rseq_slice/rseq_slice_revoke/enable", "0"))
+	if (slice_trace_event("rseq_slice/rseq_slice_revoke", 0))
 		return -1;
 	*held = calloc(cap, sizeof(**held));
-	f = fopen(TRACING "trace", "r");
+	f = fopen(SLICE_TRACING "trace", "r");
 	if (!*held || !f)
 		return -1;
 	while (fgets(buf, sizeof(buf), f) && n < cap) {
@@ -195,13 +180,10 @@ TEST_F_TIMEOUT(overrun, median_follows_grant_ns, 1200)
 {
 	static const char * const lens[] = { "5000", "50000" };
 	uint64_t median[2];
-	char saved[32];
 	unsigned int i;
 
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
-	ASSERT_EQ(0, slice_param_get("grant_ns", saved, sizeof(saved)));
-	strcpy(self->grant_ns, saved);
 	for (i = 0; i < 2; i++) {
 		uint64_t *held;
 		ssize_t n;
@@ -229,6 +211,19 @@ struct churn {
 	volatile unsigned long closed_grants;
 };
 
+/* Open the device for a worker (it fails while the module is out): fd or -1. */
+static int churn_open(struct churn *c)
+{
+	int fd = slice_open();
+
+	if (fd < 0) {
+		sched_yield();
+		return -1;
+	}
+	c->opens++;
+	return fd;
+}
+
 /*
  * A worker whose registration outlives its file: it opens the device,
  * enables, closes, and requests on for a while, never yielding (that
@@ -243,13 +238,10 @@ static void *churn_closed_worker(void *arg)
 
 	pin_self(slice_test_cpu());
 	while (!c->stop) {
-		int fd = slice_open(), i;
+		int fd = churn_open(c), i;
 
-		if (fd < 0) {
-			sched_yield();
+		if (fd < 0)
 			continue;
-		}
-		c->opens++;
 		slice_self.ctrl = 0;
 		i = slice_enable_word(fd, &slice_self.ctrl);
 		close(fd);
@@ -258,12 +250,8 @@ static void *churn_closed_worker(void *arg)
 			continue;
 		}
 		for (i = 0; i < 200 && !c->stop; i++) {
-			uint64_t end = tsc_ns() + 5000000;
-			uint32_t w;
+			uint32_t w = request_wait(&slice_self.ctrl, 5000000);
 
-			__atomic_store_n(&slice_self.ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-			while ((w = slice_word()) == RSEQ_SLICE_EXT_REQUEST && tsc_ns() < end)
-				;
 			if (w == RSEQ_SLICE_EXT_REQUEST)
 				break;	/* unloaded, or disabled: register again */
 			if (w & RSEQ_SLICE_EXT_GRANTED) {
@@ -274,16 +262,13 @@ static void *churn_closed_worker(void *arg)
 			c->sections++;
 		}
 		/*
-		 * Leave the section by the protocol, never by a plain store:
-		 * after the break REQUEST is still set, and a grant may come
-		 * between the last read and here. A plain store of 0 would
-		 * hide that GRANTED, and the open() below would then be a
-		 * system call inside a grant (SIGSEGV under the default
-		 * foreign_syscall=kill). With no file to yield on, wait for
-		 * the grant to end, as the loop above does.
+		 * End the last request by the protocol, never by a plain
+		 * store of 0: a grant given after the last look (enabled=1
+		 * again, say) would be wiped from the word, and the next
+		 * system call would be foreign (SIGSEGV under kill). Without
+		 * a file to yield with, wait the grant out, as above.
 		 */
-		if (!(__atomic_fetch_and(&slice_self.ctrl, ~RSEQ_SLICE_EXT_REQUEST,
-					 __ATOMIC_RELAXED) & RSEQ_SLICE_EXT_REQUEST))
+		if (!rseq_slice_word_test_clear(&slice_self.ctrl))
 			while (slice_word() & RSEQ_SLICE_EXT_GRANTED)
 				;
 	}
@@ -316,19 +301,16 @@ static void *churn_worker(void *arg)
 	unsigned long round = 0;
 
 	while (!c->stop) {
-		int fd = slice_open(), i;
+		int fd = churn_open(c), i;
 
-		if (fd < 0) {
-			sched_yield();
+		if (fd < 0)
 			continue;
-		}
-		c->opens++;
 		slice_self.fd = fd;
 		slice_self.depth = 0;
 		if (!slice_enable_word(fd, &slice_self.ctrl)) {
 			for (i = 0; i < 20; i++) {
 				rseq_slice_begin(&slice_self);
-				busy_wait_ns(20000);
+				rseq_slice_busy_wait_ns(20000);
 				if (rseq_slice_end(&slice_self) == RSEQ_SLICE_END_YIELDED)
 					c->yields++;
 				c->sections++;
@@ -361,24 +343,24 @@ static void *churn_toggler(void *arg)
 	return NULL;
 }
 
-FIXTURE(churn)
+/* Module reloads under load (not churn_test's thread churn). */
+FIXTURE(reload)
 {
+	struct slice_params params;	/* restored by the teardown */
 };
 
-FIXTURE_SETUP(churn)
+FIXTURE_SETUP(reload)
 {
 	SLICE_ONLY_FILTER();
+	ASSERT_EQ(0, slice_params_save(&self->params));
 }
 
-FIXTURE_TEARDOWN(churn)
+FIXTURE_TEARDOWN(reload)
 {
-	if (is_root() && !slice_module_loaded())
-		slice_load_module("");
-	slice_param_set("enabled", "1");
-	slice_param_set("grant_ns", "30000");
+	slice_module_restore(&self->params);
 }
 
-TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
+TEST_F_TIMEOUT(reload, unload_load_under_load, 1200)
 {
 	long cycles = env_long("RSEQ_SLICE_CHURN_CYCLES", 100), done = 0, refused = 0;
 	long granted_cycles = 0, registered_cycles = 0;
@@ -407,7 +389,7 @@ TEST_F_TIMEOUT(churn, unload_load_under_load, 1200)
 	c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, c);
 	memset(c, 0, sizeof(*c));
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(0);
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {

@@ -24,18 +24,13 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "bench_abi.h"
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-static double tsc_per_ns;
+#include <rseq_slice.h>
+
 static volatile int stop;
-
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-}
 
 static uint64_t mono_ns(void)
 {
@@ -43,15 +38,6 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void tsc_calibrate(void)
-{
-	uint64_t a = mono_ns(), t0 = rdtsc(), b;
-
-	while ((b = mono_ns()) - a < 200000000ULL)
-		;
-	tsc_per_ns = (double)(rdtsc() - t0) / (double)(b - a);
 }
 
 static int pin(int cpu)
@@ -71,20 +57,15 @@ static int last_cpu(void)
 /* A thread elsewhere, requesting and yielding in a loop (-e: enabled). */
 static void *busy_fn(void *arg)
 {
-	struct sl_thread t;
-
 	pin(last_cpu());
-	if (sl_enable(&t, arg ? SL_MODULE : SL_NONE))
+	if (rseq_slice_init(arg ? RSEQ_SLICE_BACKEND_MODULE : RSEQ_SLICE_BACKEND_NONE) < 0)
 		return (void *)1L;
 	while (!stop) {
-		uint64_t end = rdtsc() + (uint64_t)(2000 * tsc_per_ns);
-
-		sl_begin(&t);
-		while (rdtsc() < end)
-			;
-		sl_end(&t);
+		rseq_slice_cs_begin();
+		rseq_slice_busy_wait_ns(2000);
+		rseq_slice_cs_end();
 	}
-	sl_disable(&t);
+	rseq_slice_fini();
 	return NULL;
 }
 
@@ -146,10 +127,7 @@ static void *noise_fn(void *arg)
 
 	pin(*(int *)arg);
 	while (!stop) {
-		uint64_t end = rdtsc() + (uint64_t)(2000 * tsc_per_ns);
-
-		while (rdtsc() < end)
-			;
+		rseq_slice_busy_wait_ns(2000);
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
@@ -163,37 +141,36 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Spin under REQUEST until granted (or 100 ms): true if granted. */
-static int wait_grant(struct sl_thread *t)
+static int wait_grant(void)
 {
-	uint64_t end = rdtsc() + (uint64_t)(100e6 * tsc_per_ns);
+	uint64_t end = rseq_slice_rdtsc() + rseq_slice_ns_to_tsc(100000000);
 
-	sl_begin(t);
-	while (rdtsc() < end) {
-		if (sl_granted(t))
+	rseq_slice_cs_begin();
+	while (rseq_slice_rdtsc() < end) {
+		if (rseq_slice_cs_granted())
 			return 1;
-		if (!sl_request_pending(t)) {
+		if (!rseq_slice_cs_pending()) {
 			/* Denied: ask again. */
-			sl_end(t);
-			sl_begin(t);
+			rseq_slice_cs_end();
+			rseq_slice_cs_begin();
 		}
 	}
-	sl_end(t);
+	rseq_slice_cs_end();
 	return 0;
 }
 
-static int run_mechanism(const char *what, enum sl_mode mode, long iters)
+static int run_mechanism(const char *what, enum rseq_slice_backend mode, long iters)
 {
 	int cpu = last_cpu();
 	uint64_t *v = calloc(iters, sizeof(*v));
-	struct sl_thread t;
 	pthread_t th;
 	long i, n = 0, misses = 0;
 	int ret;
 
 	if (!v || pin(cpu))
 		return 1;
-	ret = sl_enable(&t, mode);
-	if (ret) {
+	ret = rseq_slice_init(mode);
+	if (ret < 0) {
 		fprintf(stderr, "costbench: enable: %s\n", strerror(-ret));
 		return 1;
 	}
@@ -201,31 +178,32 @@ static int run_mechanism(const char *what, enum sl_mode mode, long iters)
 	for (i = 0; i < iters && misses < 1000; i++) {
 		uint64_t t0, t1;
 
-		if (!wait_grant(&t)) {
+		if (!wait_grant()) {
 			misses++;
 			continue;
 		}
-		t0 = rdtsc();
+		t0 = rseq_slice_rdtsc();
 		if (!strcmp(what, "yield")) {
-			if (sl_yield(&t) != 1) {
+			/* The end of the section yields: the live grant's cost. */
+			if (rseq_slice_cs_end() != RSEQ_SLICE_END_YIELDED) {
 				misses++;
 				continue;
 			}
 		} else {
-			while (sl_granted(&t))
+			while (rseq_slice_cs_granted())
 				;
-			sl_end(&t);
+			rseq_slice_cs_end();
 		}
-		t1 = rdtsc();
-		v[n++] = (uint64_t)((t1 - t0) / tsc_per_ns);
+		t1 = rseq_slice_rdtsc();
+		v[n++] = (uint64_t)((t1 - t0) / rseq_slice_tsc_per_ns);
 	}
 	stop = 1;
 	pthread_join(th, NULL);
-	sl_disable(&t);
+	rseq_slice_fini();
 	qsort(v, n, sizeof(*v), cmp_u64);
 	printf("{\"bench\":\"%s\",\"abi\":\"%s\",\"n\":%ld,\"misses\":%ld,"
 	       "\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu}\n",
-	       what, mode == SL_MODULE ? "module" : "upstream", n, misses,
+	       what, mode == RSEQ_SLICE_BACKEND_MODULE ? "module" : "upstream", n, misses,
 	       n ? (unsigned long long)v[n / 2] : 0,
 	       n ? (unsigned long long)v[n * 99 / 100] : 0,
 	       n ? (unsigned long long)v[n - 1] : 0);
@@ -234,7 +212,7 @@ static int run_mechanism(const char *what, enum sl_mode mode, long iters)
 
 int main(int argc, char **argv)
 {
-	enum sl_mode mode = SL_MODULE;
+	enum rseq_slice_backend mode = RSEQ_SLICE_BACKEND_MODULE;
 	long iters = 0;
 	int enabled = 0, opt;
 	const char *what;
@@ -251,11 +229,14 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'i': iters = atol(optarg); break;
 		case 'e': enabled = 1; break;
-		case 'm': mode = sl_mode_parse(optarg); break;
+		case 'm':
+			if (rseq_slice_backend_parse(optarg, &mode) || mode == RSEQ_SLICE_BACKEND_AUTO)
+				return 2;
+			break;
 		default: return 2;
 		}
 	}
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(200000000);
 	if (!strcmp(what, "yield") || !strcmp(what, "expiry"))
 		return run_mechanism(what, mode, iters ? iters : 2000);
 

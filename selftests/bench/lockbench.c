@@ -21,13 +21,15 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "bench_abi.h"
+#include <string.h>
+#include <unistd.h>
+
+#include <rseq_slice.h>
 
 #define MAX_SAMPLES	(1 << 20)
 
-static double tsc_per_ns;
 static volatile int stop;
-static enum sl_mode mode = SL_NONE;
+static enum rseq_slice_backend mode = RSEQ_SLICE_BACKEND_NONE;
 static bool ticket;
 static uint64_t cs_ns = 5000;
 static uint64_t think_ns = ~0ULL;	/* work outside the lock: default cs_ns */
@@ -44,55 +46,27 @@ struct worker {
 	int err;
 } __attribute__((aligned(64)));
 
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-static inline uint64_t tsc_ns(void)
-{
-	return (uint64_t)(rdtsc() / tsc_per_ns);
-}
-
-static void tsc_calibrate(void)
-{
-	struct timespec a, b;
-	uint64_t t0, t1;
-
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	t0 = rdtsc();
-	do
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	while ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec < 200000000LL);
-	t1 = rdtsc();
-	tsc_per_ns = (double)(t1 - t0) /
-		((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec));
-}
-
 static inline void cpu_relax(void)
 {
 	__asm__ __volatile__("pause" ::: "memory");
 }
 
 /* Acquire under REQUEST: the request covers the hold, not the waiting. */
-static void lock_acquire(struct sl_thread *t, struct worker *w)
+static void lock_acquire(struct worker *w)
 {
 	if (ticket) {
 		uint32_t me = __atomic_fetch_add(&lock.next, 1, __ATOMIC_ACQUIRE);
 
 		while (__atomic_load_n(&lock.owner, __ATOMIC_ACQUIRE) != me)
 			cpu_relax();
-		sl_begin(t);
+		rseq_slice_cs_begin();
 		return;
 	}
 	for (;;) {
-		sl_begin(t);
+		rseq_slice_cs_begin();
 		if (!__atomic_exchange_n(&lock.word, 1, __ATOMIC_ACQUIRE))
 			return;
-		switch (sl_end(t)) {
+		switch (rseq_slice_cs_end()) {
 		case RSEQ_SLICE_END_YIELDED:
 			w->yielded++;
 			break;
@@ -104,13 +78,13 @@ static void lock_acquire(struct sl_thread *t, struct worker *w)
 	}
 }
 
-static void lock_release(struct sl_thread *t, struct worker *w)
+static void lock_release(struct worker *w)
 {
 	if (ticket)
 		__atomic_store_n(&lock.owner, lock.owner + 1, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(&lock.word, 0, __ATOMIC_RELEASE);
-	switch (sl_end(t)) {
+	switch (rseq_slice_cs_end()) {
 	case RSEQ_SLICE_END_YIELDED:
 		w->yielded++;
 		break;
@@ -128,35 +102,36 @@ static void lock_release(struct sl_thread *t, struct worker *w)
 static void *worker_fn(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t cs_tsc = (uint64_t)(cs_ns * tsc_per_ns);
-	uint64_t think_tsc = (uint64_t)(think_ns * tsc_per_ns);
-	struct sl_thread t;
+	uint64_t cs_tsc = rseq_slice_ns_to_tsc(cs_ns);
+	uint64_t think_tsc = rseq_slice_ns_to_tsc(think_ns);
+	int ret = rseq_slice_init(mode);
 
-	w->err = sl_enable(&t, mode);
-	if (w->err)
+	if (ret < 0) {
+		w->err = ret;
 		return NULL;
+	}
 	while (!stop) {
-		uint64_t t0 = rdtsc(), t1, t2;
+		uint64_t t0 = rseq_slice_rdtsc(), t1, t2;
 
-		lock_acquire(&t, w);
-		t1 = rdtsc();
-		while (rdtsc() - t1 < cs_tsc)
+		lock_acquire(w);
+		t1 = rseq_slice_rdtsc();
+		while (rseq_slice_rdtsc() - t1 < cs_tsc)
 			;
-		t2 = rdtsc();
-		lock_release(&t, w);
+		t2 = rseq_slice_rdtsc();
+		lock_release(w);
 		if (t2 - t1 > 2 * cs_tsc)
 			w->interrupted++;
 		if (w->n < MAX_SAMPLES) {
-			w->wait[w->n] = (uint32_t)((t1 - t0) / tsc_per_ns);
-			w->hold[w->n] = (uint32_t)((t2 - t1) / tsc_per_ns);
+			w->wait[w->n] = (uint32_t)((t1 - t0) / rseq_slice_tsc_per_ns);
+			w->hold[w->n] = (uint32_t)((t2 - t1) / rseq_slice_tsc_per_ns);
 			w->n++;
 		}
 		w->sections++;
-		t2 = rdtsc();
-		while (rdtsc() - t2 < think_tsc)
+		t2 = rseq_slice_rdtsc();
+		while (rseq_slice_rdtsc() - t2 < think_tsc)
 			;
 	}
-	sl_disable(&t);
+	rseq_slice_fini();
 	return NULL;
 }
 
@@ -167,10 +142,7 @@ static void *noise_fn(void *arg)
 
 	(void)arg;
 	while (!stop) {
-		uint64_t end = tsc_ns() + 2000;
-
-		while (tsc_ns() < end)
-			;
+		rseq_slice_busy_wait_ns(2000);
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
@@ -204,7 +176,11 @@ int main(int argc, char **argv)
 	while ((opt = getopt(argc, argv, "a:m:l:t:c:o:d:n:")) != -1) {
 		switch (opt) {
 		case 'a': arm = optarg; break;
-		case 'm': modename = optarg; mode = sl_mode_parse(optarg); break;
+		case 'm':
+			modename = optarg;
+			if (rseq_slice_backend_parse(optarg, &mode) || mode == RSEQ_SLICE_BACKEND_AUTO)
+				return 2;
+			break;
 		case 'l': ticket = !strcmp(optarg, "ticket"); break;
 		case 't': nthreads = atoi(optarg); break;
 		case 'c': cs_ns = strtoull(optarg, NULL, 10); break;
@@ -218,7 +194,7 @@ int main(int argc, char **argv)
 	}
 	if (think_ns == ~0ULL)
 		think_ns = cs_ns;
-	tsc_calibrate();
+	rseq_slice_tsc_calibrate(200000000);
 	w = calloc(nthreads, sizeof(*w));
 	noise = calloc(nnoise + 1, sizeof(*noise));
 	for (i = 0; i < nthreads; i++) {

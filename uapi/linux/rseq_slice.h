@@ -17,6 +17,9 @@
  * and enable/yield are ioctls on RSEQ_SLICE_DEVICE instead of prctl() and
  * the rseq_slice_yield() system call. All ioctls act on the calling thread,
  * not on the file: the file is only the way in.
+ *
+ * This header is the ABI only. The user-space protocol (begin/end of a
+ * critical section, nesting, the yield) is librseq-slice's, lib/rseq_slice.h.
  */
 #ifndef _UAPI_LINUX_RSEQ_SLICE_H
 #define _UAPI_LINUX_RSEQ_SLICE_H
@@ -80,82 +83,5 @@ struct rseq_slice_info {
 #define RSEQ_SLICE_IOC_YIELD		_IO(RSEQ_SLICE_IOC_TYPE, 3)
 /* Describe the module's limits and settings. */
 #define RSEQ_SLICE_IOC_INFO		_IOR(RSEQ_SLICE_IOC_TYPE, 4, struct rseq_slice_info)
-
-#if !defined(__KERNEL__) && defined(__x86_64__)
-/*
- * User-space helpers for the v1 protocol, nestable: only the outermost
- * rseq_slice_begin()/rseq_slice_end() pair touches the control word (the
- * upstream discussion settled that nesting belongs in user space).
- *
- * Keep one struct rseq_slice_thread per thread (thread-local storage),
- * register &t->ctrl with RSEQ_SLICE_IOC_ENABLE and store the device's file
- * descriptor in t->fd. The yield is issued as a raw ioctl system call so
- * that this header needs no C library header.
- */
-struct rseq_slice_thread {
-	__u32 ctrl;	/* the control word registered with the kernel */
-	__u32 depth;	/* nesting depth of rseq_slice_begin() */
-	int fd;		/* open RSEQ_SLICE_DEVICE */
-};
-
-static inline long rseq_slice_yield_fd(int fd)
-{
-	long ret;
-
-	/* __NR_ioctl is 16 on x86-64. */
-	__asm__ __volatile__("syscall"
-			     : "=a" (ret)
-			     : "0" (16L), "D" ((long)fd), "S" ((long)RSEQ_SLICE_IOC_YIELD)
-			     : "rcx", "r11", "memory");
-	return ret;
-}
-
-static inline void rseq_slice_begin(struct rseq_slice_thread *t)
-{
-	if (t->depth++ == 0) {
-		/* A plain store: the kernel only looks at it from this CPU. */
-		__atomic_store_n(&t->ctrl, RSEQ_SLICE_EXT_REQUEST, __ATOMIC_RELAXED);
-		__asm__ __volatile__("" ::: "memory");
-	}
-}
-
-/* What rseq_slice_end() found. */
-#define RSEQ_SLICE_END_SUCCESS		0	/* not interrupted (or an inner level) */
-#define RSEQ_SLICE_END_SCHEDULED	1	/* interrupted without a grant */
-#define RSEQ_SLICE_END_YIELDED		2	/* granted; the yield rescheduled */
-#define RSEQ_SLICE_END_RACED		3	/* granted, but revoked before the yield */
-
-/*
- * Ends the critical section: RSEQ_SLICE_END_*, or a negative errno if the
- * yield failed.
- */
-static inline int rseq_slice_end(struct rseq_slice_thread *t)
-{
-	unsigned char was_set;
-	long ret;
-
-	if (--t->depth != 0)
-		return RSEQ_SLICE_END_SUCCESS;
-	__asm__ __volatile__("" ::: "memory");
-	/*
-	 * BTR without LOCK: the kernel writes the word only from the CPU
-	 * this thread runs on, between two of its instructions, so a
-	 * CPU-local read-modify-write cannot lose its update.
-	 */
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (t->ctrl), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
-			     : "cc", "memory");
-	if (was_set)
-		return RSEQ_SLICE_END_SUCCESS;
-	/* A racy read is fine: only the kernel changes GRANTED, from this CPU. */
-	if (!(__atomic_load_n(&t->ctrl, __ATOMIC_RELAXED) & RSEQ_SLICE_EXT_GRANTED))
-		return RSEQ_SLICE_END_SCHEDULED;
-	ret = rseq_slice_yield_fd(t->fd);
-	if (ret < 0)
-		return (int)ret;
-	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
-}
-#endif /* !__KERNEL__ && __x86_64__ */
 
 #endif /* _UAPI_LINUX_RSEQ_SLICE_H */

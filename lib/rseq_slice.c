@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * librseq-slice: the backend choice and the TSC calibration. Everything
+ * a critical section runs is inline, in rseq_slice.h.
+ */
+#define _GNU_SOURCE
+#include "rseq_slice.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/rseq.h>
+#include <sys/syscall.h>
+
+#ifndef AT_RSEQ_FEATURE_SIZE
+#define AT_RSEQ_FEATURE_SIZE	27
+#endif
+#ifndef AT_RSEQ_ALIGN
+#define AT_RSEQ_ALIGN		28
+#endif
+#define ORIG_RSEQ_SIZE		32
+#define RSEQ_UNREGISTER		1
+
+double rseq_slice_tsc_per_ns;
+__thread struct rseq_slice_tls rseq_slice_tls;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+double rseq_slice_tsc_calibrate(uint64_t ns)
+{
+	uint64_t t0, c0, t1, c1;
+
+	if (rseq_slice_tsc_per_ns)
+		return rseq_slice_tsc_per_ns;
+	if (!ns)
+		ns = 20000000;
+	t0 = mono_ns();
+	c0 = rseq_slice_rdtsc();
+	while ((t1 = mono_ns()) - t0 < ns)
+		;
+	c1 = rseq_slice_rdtsc();
+	/* Racing threads compute about the same value: either store is fine. */
+	rseq_slice_tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
+	return rseq_slice_tsc_per_ns;
+}
+
+/*
+ * The rseq area the library registers when glibc did not (tunable
+ * glibc.pthread.rseq=0, or a C library without rseq): as upstream's
+ * selftests, 32 bytes where the kernel offers no more (6.1, 6.12), else
+ * what AT_RSEQ_FEATURE_SIZE and AT_RSEQ_ALIGN ask for (7.2 wants more
+ * than 32 for time slice extension).
+ */
+#define AREA_SIZE	128
+
+static __thread uint32_t own_area[AREA_SIZE / sizeof(uint32_t)]
+	__attribute__((aligned(AREA_SIZE)));
+static __thread unsigned int own_len;
+
+static unsigned int own_area_len(void)
+{
+	unsigned long feature = getauxval(AT_RSEQ_FEATURE_SIZE);
+	unsigned long align = getauxval(AT_RSEQ_ALIGN);
+	unsigned long len;
+
+	if (feature <= ORIG_RSEQ_SIZE)
+		return ORIG_RSEQ_SIZE;
+	len = feature > align ? feature : align;
+	len = (len + 31) & ~31UL;
+	return len <= AREA_SIZE ? (unsigned int)len : 0;
+}
+
+static char *thread_pointer(void)
+{
+	char *tp;
+
+#ifdef __x86_64__
+	__asm__ ("mov %%fs:0, %0" : "=r" (tp));
+#else
+	__asm__ ("mov %%gs:0, %0" : "=r" (tp));
+#endif
+	return tp;
+}
+
+static int sys_rseq(void *area, unsigned int len, int flags)
+{
+	return syscall(SYS_rseq, area, len, flags, RSEQ_SLICE_RSEQ_SIG) ? -errno : 0;
+}
+
+/* The merged ABI: the rseq area glibc registered, or one of our own. */
+static int try_kernel(struct rseq_slice_tls *t)
+{
+	char *area;
+	int ret;
+
+	if (__rseq_size) {
+		area = thread_pointer() + __rseq_offset;
+	} else {
+		own_len = own_area_len();
+		if (!own_len)
+			return -ENOSPC;
+		memset(own_area, 0, sizeof(own_area));
+		own_area[1] = (uint32_t)-1;	/* cpu_id: not registered yet */
+		ret = sys_rseq(own_area, own_len, 0);
+		if (ret)
+			return ret;	/* EBUSY: someone else registered one */
+		area = (char *)own_area;
+		t->own_rseq = 1;
+	}
+	if (prctl(RSEQ_SLICE_PR_EXTENSION, RSEQ_SLICE_PR_SET, RSEQ_SLICE_PR_ENABLE, 0, 0)) {
+		ret = -errno;
+		/* Leave the thread as it was. */
+		if (t->own_rseq)
+			sys_rseq(own_area, own_len, RSEQ_UNREGISTER);
+		t->own_rseq = 0;
+		return ret;
+	}
+	t->kctrl = (struct rseq_slice_merged_ctrl *)(area + RSEQ_SLICE_CTRL_OFFSET);
+	t->kctrl->request = 0;
+	t->backend = RSEQ_SLICE_BACKEND_KERNEL;
+	return 0;
+}
+
+/*
+ * One descriptor of the device for the whole process (any descriptor
+ * works for any thread's ioctls), opened on first use and kept: while
+ * the program runs, the module cannot be unloaded.
+ */
+static int module_fd = -1;
+
+static int get_module_fd(void)
+{
+	int fd = __atomic_load_n(&module_fd, __ATOMIC_ACQUIRE), old = -1;
+
+	if (fd >= 0)
+		return fd;
+	fd = open(RSEQ_SLICE_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!__atomic_compare_exchange_n(&module_fd, &old, fd, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		close(fd);
+		fd = old;
+	}
+	return fd;
+}
+
+static int try_module(struct rseq_slice_tls *t)
+{
+	struct rseq_slice_register reg = { 0 };
+	int fd = get_module_fd();
+
+	if (fd < 0)
+		return fd;
+	t->mod.ctrl = 0;
+	t->mod.depth = 0;
+	reg.ctrl = (uintptr_t)&t->mod.ctrl;
+	if (ioctl(fd, RSEQ_SLICE_IOC_ENABLE, &reg))
+		return -errno;
+	t->mod.fd = fd;
+	t->backend = RSEQ_SLICE_BACKEND_MODULE;
+	return 0;
+}
+
+void rseq_slice_fini(void)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+
+	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL) {
+		t->kctrl->request = 0;
+		prctl(RSEQ_SLICE_PR_EXTENSION, RSEQ_SLICE_PR_SET, 0, 0, 0);
+		if (t->own_rseq)
+			sys_rseq(own_area, own_len, RSEQ_UNREGISTER);
+	} else if (t->backend == RSEQ_SLICE_BACKEND_MODULE) {
+		ioctl(t->mod.fd, RSEQ_SLICE_IOC_DISABLE, 0);
+	}
+	memset(t, 0, sizeof(*t));
+	t->mod.fd = -1;
+}
+
+int rseq_slice_init(enum rseq_slice_backend want)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+	int ret;
+
+	if (t->depth)
+		return -EBUSY;	/* inside a critical section */
+	rseq_slice_fini();
+	switch (want) {
+	case RSEQ_SLICE_BACKEND_NONE:
+		return RSEQ_SLICE_BACKEND_NONE;
+	case RSEQ_SLICE_BACKEND_KERNEL:
+		ret = try_kernel(t);
+		return ret ? ret : RSEQ_SLICE_BACKEND_KERNEL;
+	case RSEQ_SLICE_BACKEND_MODULE:
+		ret = try_module(t);
+		return ret ? ret : RSEQ_SLICE_BACKEND_MODULE;
+	case RSEQ_SLICE_BACKEND_AUTO:
+		if (!try_kernel(t))
+			return RSEQ_SLICE_BACKEND_KERNEL;
+		if (!try_module(t))
+			return RSEQ_SLICE_BACKEND_MODULE;
+		return RSEQ_SLICE_BACKEND_NONE;
+	}
+	return -EINVAL;
+}
+
+static const char *const names[] = {
+	[RSEQ_SLICE_BACKEND_NONE] = "none",
+	[RSEQ_SLICE_BACKEND_MODULE] = "module",
+	[RSEQ_SLICE_BACKEND_KERNEL] = "kernel",
+};
+
+const char *rseq_slice_backend_name(enum rseq_slice_backend b)
+{
+	if (b == RSEQ_SLICE_BACKEND_AUTO)
+		return "auto";
+	if ((unsigned int)b < sizeof(names) / sizeof(names[0]))
+		return names[b];
+	return "?";
+}
+
+int rseq_slice_backend_parse(const char *name, enum rseq_slice_backend *b)
+{
+	unsigned int i;
+
+	if (!strcmp(name, "auto")) {
+		*b = RSEQ_SLICE_BACKEND_AUTO;
+		return 0;
+	}
+	/* The benchmarks' name for the kernel's own implementation. */
+	if (!strcmp(name, "upstream")) {
+		*b = RSEQ_SLICE_BACKEND_KERNEL;
+		return 0;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(name, names[i])) {
+			*b = (enum rseq_slice_backend)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+const char *rseq_slice_backend_describe(void)
+{
+	switch (rseq_slice_backend()) {
+	case RSEQ_SLICE_BACKEND_NONE:
+		return "none";
+	case RSEQ_SLICE_BACKEND_MODULE:
+		return "module (rseq_slice.ko, ioctls on " RSEQ_SLICE_DEVICE ")";
+	case RSEQ_SLICE_BACKEND_KERNEL:
+		if (access(RSEQ_SLICE_DEVICE, F_OK) == 0)
+			return "kernel (the merged ABI, through rseq_slice.ko)";
+		return "kernel (the merged ABI, the kernel's own)";
+	default:
+		return "?";
+	}
+}

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * librseq-slice: time slice extension for user space, whichever backend
+ * the machine has. The ABI itself is in <linux/rseq_slice.h> (the module's
+ * ioctls and the v1 control word); this header is the user-space side,
+ * as librseq keeps rseq/abi.h apart from rseq/rseq.h:
+ *
+ * 1. The v1 protocol on a bare control word (registered with
+ *    RSEQ_SLICE_IOC_ENABLE): rseq_slice_word_request(), the CPU-local
+ *    test-and-clear rseq_slice_word_test_clear() and the whole end of a
+ *    section, rseq_slice_word_end(). Inline, x86 (64 and 32 bit).
+ * 2. The same, nestable, on a struct rseq_slice_thread (the helpers that
+ *    used to live in the uapi header).
+ * 3. A TSC clock for code that must not enter the kernel inside a
+ *    critical section (a system call there ends a grant).
+ * 4. The backend API: rseq_slice_init() picks, per thread, the kernel's
+ *    own feature (Linux 7.x: prctl(PR_RSEQ_SLICE_EXTENSION) and the
+ *    slice_ctrl word of struct rseq), else rseq_slice.ko's ioctls, else
+ *    none; rseq_slice_cs_begin()/rseq_slice_cs_end() then work the same
+ *    on each, and are cheap no-ops on "none".
+ */
+#ifndef RSEQ_SLICE_LIB_H
+#define RSEQ_SLICE_LIB_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <linux/rseq_slice.h>
+
+#if !defined(__x86_64__) && !defined(__i386__)
+#error "librseq-slice supports x86 only"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define rseq_slice_barrier()	__asm__ __volatile__("" ::: "memory")
+
+/* --- the ioctl yield, as a raw system call (no C library needed) ------- */
+
+/* RSEQ_SLICE_IOC_YIELD on @fd: 1 if it ended a live grant, 0, or -errno. */
+static inline long rseq_slice_yield_fd(int fd)
+{
+	long ret;
+
+#ifdef __x86_64__
+	/* __NR_ioctl is 16 on x86-64. */
+	__asm__ __volatile__("syscall"
+			     : "=a" (ret)
+			     : "0" (16L), "D" ((long)fd), "S" ((long)RSEQ_SLICE_IOC_YIELD)
+			     : "rcx", "r11", "memory");
+#else
+	/* __NR_ioctl is 54 on i386 (the compat ioctl). */
+	__asm__ __volatile__("int $0x80"
+			     : "=a" (ret)
+			     : "0" (54L), "b" ((long)fd), "c" ((long)RSEQ_SLICE_IOC_YIELD)
+			     : "memory");
+#endif
+	return ret;
+}
+
+/* --- v1 on a bare control word ------------------------------------------ */
+
+/* What the end of a critical section found. */
+#define RSEQ_SLICE_END_SUCCESS		0	/* not interrupted (or an inner level) */
+#define RSEQ_SLICE_END_SCHEDULED	1	/* interrupted without a grant */
+#define RSEQ_SLICE_END_YIELDED		2	/* granted; the yield rescheduled */
+#define RSEQ_SLICE_END_RACED		3	/* granted, but revoked before the yield */
+
+static inline uint32_t rseq_slice_word_load(const uint32_t *w)
+{
+	return __atomic_load_n(w, __ATOMIC_RELAXED);
+}
+
+/* A plain store: the kernel only looks at the word from this CPU. */
+static inline void rseq_slice_word_store(uint32_t *w, uint32_t v)
+{
+	__atomic_store_n(w, v, __ATOMIC_RELAXED);
+	rseq_slice_barrier();
+}
+
+static inline void rseq_slice_word_request(uint32_t *w)
+{
+	rseq_slice_word_store(w, RSEQ_SLICE_EXT_REQUEST);
+}
+
+/*
+ * Clear REQUEST; true if it was still set (the section was not
+ * interrupted). BTR without LOCK: the kernel writes the word only from
+ * the CPU this thread runs on, between two of its instructions, so a
+ * CPU-local read-modify-write cannot lose its update.
+ */
+static inline int rseq_slice_word_test_clear(uint32_t *w)
+{
+	unsigned char was_set;
+
+	rseq_slice_barrier();
+	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
+			     : "+m" (*w), "=qm" (was_set)
+			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
+			     : "cc", "memory");
+	return was_set;
+}
+
+/*
+ * The end of a v1 section on @w, yielding through @fd if it was granted:
+ * RSEQ_SLICE_END_*, or a negative errno if the yield failed.
+ */
+static inline int rseq_slice_word_end(uint32_t *w, int fd)
+{
+	long ret;
+
+	if (rseq_slice_word_test_clear(w))
+		return RSEQ_SLICE_END_SUCCESS;
+	/* A racy read is fine: only the kernel changes GRANTED, from this CPU. */
+	if (!(rseq_slice_word_load(w) & RSEQ_SLICE_EXT_GRANTED))
+		return RSEQ_SLICE_END_SCHEDULED;
+	ret = rseq_slice_yield_fd(fd);
+	if (ret < 0)
+		return (int)ret;
+	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
+}
+
+/* --- v1, nestable, on a struct rseq_slice_thread ------------------------- */
+
+/*
+ * Only the outermost rseq_slice_begin()/rseq_slice_end() pair touches the
+ * control word (the upstream discussion settled that nesting belongs in
+ * user space). Keep one per thread (thread-local storage), register
+ * &t->ctrl with RSEQ_SLICE_IOC_ENABLE and keep the device's descriptor
+ * in t->fd.
+ */
+struct rseq_slice_thread {
+	uint32_t ctrl;	/* the control word registered with the module */
+	uint32_t depth;	/* nesting depth of rseq_slice_begin() */
+	int fd;		/* open RSEQ_SLICE_DEVICE */
+};
+
+static inline void rseq_slice_begin(struct rseq_slice_thread *t)
+{
+	if (t->depth++ == 0)
+		rseq_slice_word_request(&t->ctrl);
+}
+
+/* RSEQ_SLICE_END_*, or a negative errno if the yield failed. */
+static inline int rseq_slice_end(struct rseq_slice_thread *t)
+{
+	if (--t->depth != 0)
+		return RSEQ_SLICE_END_SUCCESS;
+	return rseq_slice_word_end(&t->ctrl, t->fd);
+}
+
+/* --- a clock without system calls ---------------------------------------- */
+
+/*
+ * clock_gettime() is a system call where the vDSO cannot read the clock
+ * (the HPET clocksource QEMU's TCG guests end up with): inside a critical
+ * section, time comes from the TSC, calibrated once against
+ * CLOCK_MONOTONIC by rseq_slice_tsc_calibrate().
+ */
+extern double rseq_slice_tsc_per_ns;
+
+static inline uint64_t rseq_slice_rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/*
+ * Measure TSC ticks per ns over @ns of CLOCK_MONOTONIC (0: 20 ms), once:
+ * later calls return the first result. Returns rseq_slice_tsc_per_ns.
+ */
+double rseq_slice_tsc_calibrate(uint64_t ns);
+
+/* Nanoseconds on the TSC's scale (calibrated first). */
+static inline uint64_t rseq_slice_tsc_ns(void)
+{
+	return (uint64_t)((double)rseq_slice_rdtsc() / rseq_slice_tsc_per_ns);
+}
+
+static inline uint64_t rseq_slice_ns_to_tsc(uint64_t ns)
+{
+	return (uint64_t)((double)ns * rseq_slice_tsc_per_ns);
+}
+
+/* Spin @ns without entering the kernel. */
+static inline void rseq_slice_busy_wait_ns(uint64_t ns)
+{
+	uint64_t end = rseq_slice_rdtsc() + rseq_slice_ns_to_tsc(ns);
+
+	while (rseq_slice_rdtsc() < end)
+		;
+}
+
+/* --- the backend API ------------------------------------------------------ */
+
+enum rseq_slice_backend {
+	/* No extension: begin/end are no-ops. Every thread starts here. */
+	RSEQ_SLICE_BACKEND_NONE = 0,
+	/* rseq_slice.ko's ioctls on RSEQ_SLICE_DEVICE, the v1 control word. */
+	RSEQ_SLICE_BACKEND_MODULE = 1,
+	/*
+	 * The merged (Linux 7.2) ABI: prctl(PR_RSEQ_SLICE_EXTENSION), the
+	 * slice_ctrl word of the thread's rseq area, rseq_slice_yield().
+	 * The kernel's own implementation, or the module's on 6.1/6.12.
+	 */
+	RSEQ_SLICE_BACKEND_KERNEL = 2,
+	/* For rseq_slice_init() only: the best one the machine has. */
+	RSEQ_SLICE_BACKEND_AUTO = -1,
+};
+
+/* The merged ABI's values (Linux 7.2, uapi linux/prctl.h and linux/rseq.h). */
+#define RSEQ_SLICE_PR_EXTENSION		79	/* PR_RSEQ_SLICE_EXTENSION */
+#define RSEQ_SLICE_PR_GET		1	/* PR_RSEQ_SLICE_EXTENSION_GET */
+#define RSEQ_SLICE_PR_SET		2	/* PR_RSEQ_SLICE_EXTENSION_SET */
+#define RSEQ_SLICE_PR_ENABLE		0x01	/* PR_RSEQ_SLICE_EXT_ENABLE */
+#define RSEQ_SLICE_NR_YIELD		471	/* __NR_rseq_slice_yield, x86-64 and i386 */
+#define RSEQ_SLICE_RSEQ_SIG		0x53053053	/* upstream's selftests' RSEQ_SIG */
+#define RSEQ_SLICE_CTRL_OFFSET		28	/* offsetof(struct rseq, slice_ctrl) */
+
+/* struct rseq_slice_ctrl of Linux 7.2, at RSEQ_SLICE_CTRL_OFFSET in struct rseq. */
+struct rseq_slice_merged_ctrl {
+	union {
+		uint32_t all;
+		struct {
+			uint8_t request;
+			uint8_t granted;
+			uint16_t reserved;
+		};
+	};
+};
+
+/* One per thread; rseq_slice_init() fills it, zero means "none". */
+struct rseq_slice_tls {
+	int backend;				/* enum rseq_slice_backend */
+	uint32_t depth;				/* nesting of rseq_slice_cs_begin() */
+	struct rseq_slice_thread mod;		/* MODULE: word and descriptor */
+	struct rseq_slice_merged_ctrl *kctrl;	/* KERNEL: in the rseq area */
+	int own_rseq;				/* the library registered the area */
+};
+
+extern __thread struct rseq_slice_tls rseq_slice_tls;
+
+/*
+ * Enable time slice extension for the calling thread with @want (or the
+ * best available for RSEQ_SLICE_BACKEND_AUTO: kernel, module, none).
+ * Returns the backend now in use (>= 0), or, when a backend was asked
+ * for by name and cannot be had, a negative errno (the thread is then
+ * left on "none"). Calling it again first undoes the previous one.
+ * Not inherited: a fork child or a new thread calls it for itself.
+ */
+int rseq_slice_init(enum rseq_slice_backend want);
+
+/* Undo rseq_slice_init() for the calling thread (back to "none"). */
+void rseq_slice_fini(void);
+
+/* The calling thread's backend. */
+static inline enum rseq_slice_backend rseq_slice_backend(void)
+{
+	return (enum rseq_slice_backend)rseq_slice_tls.backend;
+}
+
+/* "none", "module", "kernel" ("auto" and "?" for the others). */
+const char *rseq_slice_backend_name(enum rseq_slice_backend b);
+
+/*
+ * The calling thread's backend in words: the name, and for "kernel"
+ * whether the merged ABI comes from rseq_slice.ko (RSEQ_SLICE_DEVICE
+ * exists) or from the kernel itself.
+ */
+const char *rseq_slice_backend_describe(void);
+
+/*
+ * Parse a name of rseq_slice_backend_name(), "auto", or "upstream" (the
+ * kernel backend); -1 if unknown.
+ */
+int rseq_slice_backend_parse(const char *name, enum rseq_slice_backend *b);
+
+/* Start a critical section; nestable, only the outermost touches the word. */
+static inline void rseq_slice_cs_begin(void)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+
+	if (t->depth++ != 0)
+		return;
+	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL) {
+		__atomic_store_n(&t->kctrl->request, 1, __ATOMIC_RELAXED);
+		rseq_slice_barrier();
+	} else if (t->backend == RSEQ_SLICE_BACKEND_MODULE) {
+		rseq_slice_word_request(&t->mod.ctrl);
+	}
+}
+
+static inline int rseq_slice_kernel_end(struct rseq_slice_merged_ctrl *c)
+{
+	uint8_t was_set;
+	long ret;
+
+	rseq_slice_barrier();
+	/* A grant in between clears request and sets granted: seen below. */
+	was_set = __atomic_load_n(&c->request, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->request, 0, __ATOMIC_RELAXED);
+	rseq_slice_barrier();
+	if (!__atomic_load_n(&c->granted, __ATOMIC_RELAXED))
+		return was_set ? RSEQ_SLICE_END_SUCCESS : RSEQ_SLICE_END_SCHEDULED;
+#ifdef __x86_64__
+	__asm__ __volatile__("syscall" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
+			     : "rcx", "r11", "memory");
+#else
+	__asm__ __volatile__("int $0x80" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
+			     : "memory");
+#endif
+	if (ret < 0)
+		return (int)ret;
+	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
+}
+
+/*
+ * End a critical section: RSEQ_SLICE_END_* (SUCCESS for an inner level
+ * and on "none"), a negative errno if the yield failed, -EINVAL for
+ * an end without a begin.
+ */
+static inline int rseq_slice_cs_end(void)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+
+	if (t->depth == 0)
+		return -EINVAL;
+	if (--t->depth != 0)
+		return RSEQ_SLICE_END_SUCCESS;
+	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL)
+		return rseq_slice_kernel_end(t->kctrl);
+	if (t->backend == RSEQ_SLICE_BACKEND_MODULE)
+		return rseq_slice_word_end(&t->mod.ctrl, t->mod.fd);
+	return RSEQ_SLICE_END_SUCCESS;
+}
+
+/* Is a grant running right now (GRANTED in the word)? */
+static inline int rseq_slice_cs_granted(void)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+
+	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL)
+		return __atomic_load_n(&t->kctrl->granted, __ATOMIC_RELAXED) != 0;
+	if (t->backend == RSEQ_SLICE_BACKEND_MODULE)
+		return !!(rseq_slice_word_load(&t->mod.ctrl) & RSEQ_SLICE_EXT_GRANTED);
+	return 0;
+}
+
+/* Is REQUEST still set (neither granted nor interrupted yet)? */
+static inline int rseq_slice_cs_pending(void)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+
+	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL)
+		return __atomic_load_n(&t->kctrl->request, __ATOMIC_RELAXED) != 0;
+	if (t->backend == RSEQ_SLICE_BACKEND_MODULE)
+		return !!(rseq_slice_word_load(&t->mod.ctrl) & RSEQ_SLICE_EXT_REQUEST);
+	return 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RSEQ_SLICE_LIB_H */

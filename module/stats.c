@@ -25,16 +25,22 @@
 static struct dentry *rseq_slice_debugfs;
 static struct dentry *rseq_slice_upstream_debugfs;	/* rseq/, if we made it */
 
+/* The counters upstream has, with its names and format. */
+static void rseq_slice_show_upstream(struct seq_file *m, const struct rseq_slice_stats *sum)
+{
+	seq_printf(m, "sgrant: %16lu\n", sum->granted);
+	seq_printf(m, "sexpir: %16lu\n", sum->expired);
+	seq_printf(m, "srevok: %16lu\n", sum->revoked);
+	seq_printf(m, "syield: %16lu\n", sum->yielded);
+	seq_printf(m, "sabort: %16lu\n", sum->aborted);
+}
+
 static int rseq_slice_stats_show(struct seq_file *m, void *p)
 {
 	struct rseq_slice_stats sum;
 
 	rseq_slice_grant_stats(&sum);
-	seq_printf(m, "sgrant: %16lu\n", sum.granted);
-	seq_printf(m, "sexpir: %16lu\n", sum.expired);
-	seq_printf(m, "srevok: %16lu\n", sum.revoked);
-	seq_printf(m, "syield: %16lu\n", sum.yielded);
-	seq_printf(m, "sabort: %16lu\n", sum.aborted);
+	rseq_slice_show_upstream(m, &sum);
 	seq_printf(m, "skill:  %16lu\n", sum.killed);
 	seq_printf(m, "sdeny:  %16lu\n", sum.denied);
 	seq_printf(m, "threads: %15d\n", rseq_slice_task_count());
@@ -49,11 +55,7 @@ static int rseq_slice_upstream_stats_show(struct seq_file *m, void *p)
 	struct rseq_slice_stats sum;
 
 	rseq_slice_grant_stats(&sum);
-	seq_printf(m, "sgrant: %16lu\n", sum.granted);
-	seq_printf(m, "sexpir: %16lu\n", sum.expired);
-	seq_printf(m, "srevok: %16lu\n", sum.revoked);
-	seq_printf(m, "syield: %16lu\n", sum.yielded);
-	seq_printf(m, "sabort: %16lu\n", sum.aborted);
+	rseq_slice_show_upstream(m, &sum);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(rseq_slice_upstream_stats);

@@ -52,18 +52,7 @@ __attribute__((constructor)) static void merged_without_glibc_rseq(int argc, cha
 /* One counter of rseq/stats (upstream's name, also the module's): -1 if unreadable. */
 static long long merged_stat(const char *name)
 {
-	char line[128], key[64];
-	long long val = -1, v;
-	FILE *f = fopen(MERGED_STATS, "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63[^:]: %lld", key, &v) == 2 && !strcmp(key, name))
-			val = v;
-	}
-	fclose(f);
-	return val;
+	return stat_file_value(MERGED_STATS, name);
 }
 
 /* Nanoseconds left until @end (CLOCK_MONOTONIC), 0 once passed. */

@@ -113,12 +113,12 @@ static inline uint32_t slice_word(void)
 	return rseq_slice_word_load(&slice_self.ctrl);
 }
 
-/* One statistics counter; -1 if the file is unreadable (not root). */
-static inline long long slice_stat(const char *name)
+/* One "name: value" counter of a statistics file; -1 if unreadable. */
+static inline long long stat_file_value(const char *path, const char *name)
 {
 	char line[128], key[64];
 	long long val = -1, v;
-	FILE *f = fopen(SLICE_STATS, "r");
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
@@ -128,6 +128,12 @@ static inline long long slice_stat(const char *name)
 	}
 	fclose(f);
 	return val;
+}
+
+/* One counter of rseq_slice/stats; -1 if unreadable (not root). */
+static inline long long slice_stat(const char *name)
+{
+	return stat_file_value(SLICE_STATS, name);
 }
 
 static inline bool is_root(void)

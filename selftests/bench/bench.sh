@@ -25,7 +25,9 @@ noise=1
 # Upstream's slice_test registers rseq itself: glibc's registration off.
 export GLIBC_TUNABLES=glibc.pthread.rseq=0
 upstream=0
-[ -e /sys/kernel/debug/rseq/slice_ext_nsec ] && upstream=1
+# The module offers upstream's debugfs names too: only a kernel without it
+# is the in-kernel implementation.
+[ -e /sys/kernel/debug/rseq/slice_ext_nsec ] && [ ! -e /sys/module/rseq_slice ] && upstream=1
 echo "# kernel $(uname -r), preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null)"
 
 T=/sys/kernel/debug/tracing

@@ -466,12 +466,9 @@ int rseq_slice_hooks_register_current(u64 uaddr, bool merged)
 	 * address is: only this thread changes its registration, so the
 	 * lockless answer holds.
 	 */
-	rcu_read_lock();
-	st = rseq_slice_task_find(current);
-	ret = st && (st->uaddr != uaddr || st->w.merged != merged) ? -EBUSY : 0;
-	rcu_read_unlock();
-	if (ret)
-		return ret;
+	st = rseq_slice_task_current();
+	if (st && (st->uaddr != uaddr || st->w.merged != merged))
+		return -EBUSY;
 
 	/* The pin may fault for as long as the word's file system likes. */
 	st = rseq_slice_task_prepare(uaddr, merged);

@@ -29,16 +29,12 @@ static int rseq_slice_enable(const void __user *arg)
 
 /*
  * Current's registration if the ioctl made it, else NULL: each ABI sees
- * only its own (a thread enabled through prctl is not enabled here). Only
- * this thread can remove its registration, so the pointer stays valid.
+ * only its own (a thread enabled through prctl is not enabled here).
  */
 static struct rseq_slice_task *rseq_slice_ioctl_task(void)
 {
-	struct rseq_slice_task *st;
+	struct rseq_slice_task *st = rseq_slice_task_current();
 
-	rcu_read_lock();
-	st = rseq_slice_task_find(current);
-	rcu_read_unlock();
 	return st && !st->w.merged ? st : NULL;
 }
 

@@ -54,12 +54,9 @@ static bool rseq_slice_prctl_enabled(void)
 	struct rseq_slice_task *st;
 	bool merged, moved;
 
-	rcu_read_lock();
-	st = rseq_slice_task_find(current);
+	st = rseq_slice_task_current();
 	merged = st && st->w.merged;
 	moved = merged && rseq_slice_task_area_moved(st);
-	rcu_read_unlock();
-	/* Only this thread removes its registration: st is still there. */
 	if (moved)
 		rseq_slice_hooks_unregister_current();
 	return merged && !moved;

@@ -165,6 +165,7 @@ struct rseq_slice_task {
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
+struct rseq_slice_task *rseq_slice_task_current(void);
 /* offsetof(struct rseq, slice_ctrl) in merged upstream's struct rseq. */
 #define RSEQ_SLICE_CTRL_OFFSET		28
 

@@ -75,6 +75,21 @@ struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task)
 	return NULL;
 }
 
+/*
+ * Current's registration, or NULL. Process context of current: only the
+ * thread itself removes its entry (or unload, once no caller is left), so
+ * the pointer stays valid after the lookup's RCU section.
+ */
+struct rseq_slice_task *rseq_slice_task_current(void)
+{
+	struct rseq_slice_task *st;
+
+	rcu_read_lock();
+	st = rseq_slice_task_find(current);
+	rcu_read_unlock();
+	return st;
+}
+
 static int rseq_slice_charge(struct user_struct *user)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;

@@ -24,6 +24,10 @@ RS_CACHE=${RSEQ_SLICE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rseq-slice}
 RS_TREE=$(printf '%s' "$RS_TOP" | sha256sum | cut -c1-12)
 
 rs_log() { printf '%s\n' "$*" >&2; }
+# A command that fails under set -e says so: a silent exit hides what
+# went wrong (ERR is not raised for tested commands: if, ||, &&).
+set -E
+trap 'echo "${0##*/}: line $LINENO: \"$BASH_COMMAND\" failed" >&2' ERR
 rs_die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 
 # Install missing Debian packages (root only). apt-get update only runs when
@@ -101,7 +105,8 @@ rs_debian_kernel() {
 # When apt's package lists were last refreshed (the newest list file).
 rs_lists_date() {
 	local f
-	f=$(ls -t /var/lib/apt/lists/*_Packages* 2>/dev/null | head -n1)
+	# No lists yet is an answer, not an error (set -e, pipefail).
+	f=$({ ls -t /var/lib/apt/lists/*_Packages* 2>/dev/null || true; } | head -n1)
 	[ -n "$f" ] && date -u -r "$f" '+%Y-%m-%d %H:%M UTC' || echo "unknown"
 }
 
@@ -230,7 +235,8 @@ rs_upstream_src() {
 	# Two guests may start at once: one fetch at a time.
 	exec {lock}>"$base/.lock"
 	flock "$lock"
-	deb=$(ls "$base/${RS_UPSTREAM_PKG}_"*.deb 2>/dev/null | sort -V | tail -n1)
+	# None cached yet (a cold cache) is no error under set -e and pipefail.
+	deb=$({ ls "$base/${RS_UPSTREAM_PKG}_"*.deb 2>/dev/null || true; } | sort -V | tail -n1)
 	if [ -z "$deb" ]; then
 		rs_log "fetching $RS_UPSTREAM_PKG from Debian sid (private apt configuration: $RS_CACHE/apt-sid)"
 		rm -f "$base/dl/"*.deb

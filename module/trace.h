@@ -11,14 +11,19 @@
 #define RSEQ_SLICE_TRACE_H
 
 #include <linux/ktime.h>
+#include <linux/sched/task_stack.h>
 #include <linux/tracepoint.h>
 
+/* @ip: where the thread resumes, read only while the event is enabled. */
 TRACE_EVENT(rseq_slice_grant,
 	    TP_PROTO(pid_t pid, u32 grant_ns),
 	    TP_ARGS(pid, grant_ns),
-	    TP_STRUCT__entry(__field(pid_t, pid) __field(u32, grant_ns)),
-	    TP_fast_assign(__entry->pid = pid; __entry->grant_ns = grant_ns;),
-	    TP_printk("pid=%d grant_ns=%u", __entry->pid, __entry->grant_ns)
+	    TP_STRUCT__entry(__field(pid_t, pid) __field(u32, grant_ns)
+			     __field(unsigned long, ip)),
+	    TP_fast_assign(__entry->pid = pid; __entry->grant_ns = grant_ns;
+			   __entry->ip = task_pt_regs(current)->ip;),
+	    TP_printk("pid=%d grant_ns=%u ip=0x%lx", __entry->pid, __entry->grant_ns,
+		      __entry->ip)
 );
 
 /* Events that only name the thread. */

@@ -41,12 +41,17 @@ user:fault.*
 user:c32.foreign_abort
 user:merged.enotsupp_when_off
 user:merged.no_yield_counts_sabort
+user:rule1.grant_on_exception_return
 "
 # A KASAN kernel under emulation is too slow for a few cases: they may skip
 # there, and only there.
 if grep -q ' kasan_report$' /proc/kallsyms 2>/dev/null; then
 	export RSEQ_SLICE_SLOW_KERNEL=1
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:sem.*.signal_ends_grant user:sem.*.signal_ends_grant"
+fi
+# In-kernel preemption reschedules inside a page fault before its return.
+if grep -q '(full)' /sys/kernel/debug/sched/preempt 2>/dev/null; then
+	EXPECTED_SKIPS="$EXPECTED_SKIPS root:rule1.grant_on_exception_return"
 fi
 binaries=0
 

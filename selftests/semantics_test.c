@@ -1055,4 +1055,129 @@ TEST_F_TIMEOUT(rule1, no_grant_without_reschedule, 300)
 			       slice_stat("sgrant") - g0, slice_stat("sdeny") - d0);
 }
 
+/*
+ * The store rule1.grant_on_exception_return faults on: its address is
+ * where a grant given on the fault's return resumes the thread.
+ */
+extern const char rule1_fault_store[];
+
+static void __attribute__((noinline)) rule1_store(volatile char *p)
+{
+	asm volatile(".globl rule1_fault_store\n"
+		     "rule1_fault_store:\n\t"
+		     "movb $1, (%0)" : : "r"(p) : "memory");
+}
+
+/* Whether the kernel preempts in kernel mode (preempt=full). */
+static bool preempt_full(void)
+{
+	char buf[128] = "";
+
+	if (slice_read_file("/sys/kernel/debug/sched/preempt", buf, sizeof(buf)) < 0)
+		return false;
+	return strstr(buf, "(full)");
+}
+
+/*
+ * Grant events in the trace that resume at @ip and whose stack trace (the
+ * event's stacktrace trigger) returns from a page fault; *all gets the
+ * number of grant events.
+ */
+static long rule1_fault_grants(unsigned long ip, long *all)
+{
+	char line[512], at[64];
+	bool in_grant = false, counted = false;
+	long n = 0;
+	FILE *f = fopen(SLICE_TRACING "trace", "r");
+
+	*all = 0;
+	if (!f)
+		return -1;
+	snprintf(at, sizeof(at), " ip=0x%lx", ip);
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "rseq_slice_grant:")) {
+			(*all)++;
+			in_grant = strstr(line, at);
+			counted = false;
+		} else if (in_grant && !counted && strstr(line, "=> asm_exc_page_fault")) {
+			n++;
+			counted = true;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * Rule 1, "or exception": the return from a page fault grants as an
+ * interrupt's return does. The thread holds REQUEST while it stores into
+ * pages that are not there, so that most of its time is spent in the
+ * fault handler; a noise thread on its CPU wakes often. A wakeup or tick
+ * taken inside the handler after its last point of voluntary preemption
+ * leaves the reschedule pending for the fault's return, which grants.
+ * The grant event's stack trace (a stacktrace trigger) shows which entry
+ * returns: asm_exc_page_fault, not a timer interrupt taken just after
+ * the fault's return (that one resumes at the same store). Under
+ * preempt=full the handler is preempted instead (rule 2 then clears
+ * REQUEST), so the case cannot happen there. Root only: tracefs.
+ */
+#define RULE1_PAGES	512
+#define RULE1_EVENT	SLICE_TRACING "events/rseq_slice/rseq_slice_grant/"
+
+TEST_F_TIMEOUT(rule1, grant_on_exception_return, 300)
+{
+	int cpu = slice_test_cpu(), rounds = 0, ends = 0;
+	size_t len = RULE1_PAGES * 4096UL, i;
+	uint64_t end = now_ns() + 240 * 1000000000ULL;
+	long at_fault = 0, all = 0;
+	int madv = 0;
+	char filter[64];
+	struct noise n;
+	char *mem;
+
+	if (!is_root())
+		SKIP(return, "tracefs is root's");
+	if (preempt_full())
+		SKIP(return, "preempt=full preempts inside the fault handler");
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	madvise(mem, len, MADV_NOHUGEPAGE);
+	ASSERT_EQ(0, pin_self(cpu));
+	ASSERT_EQ(0, slice_enable_self());
+	snprintf(filter, sizeof(filter), "pid == %ld", (long)syscall(SYS_gettid));
+	ASSERT_EQ(0, slice_trace_reset("4096"));
+	ASSERT_EQ(0, slice_write_file(RULE1_EVENT "filter", filter));
+	ASSERT_EQ(0, slice_write_file(RULE1_EVENT "trigger", "stacktrace"));
+	ASSERT_EQ(0, slice_trace_event("rseq_slice/rseq_slice_grant", 1));
+	/* From here to the trigger's removal, no ASSERT may leave. */
+	noise_start(&n, cpu, 20 * 1000, 50 * 1000);
+	while (at_fault <= 0 && !madv && now_ns() < end) {
+		rounds++;
+		/* A system call: REQUEST is clear here. */
+		madv = madvise(mem, len, MADV_DONTNEED);
+		rseq_slice_word_request(&slice_self.ctrl);
+		for (i = 0; i < len; i += 4096) {
+			rule1_store(mem + i);
+			if (slice_word() == RSEQ_SLICE_EXT_REQUEST)
+				continue;
+			/* Granted (yield) or interrupted: end, ask again. */
+			rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
+			ends++;
+			rseq_slice_word_request(&slice_self.ctrl);
+		}
+		rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
+		at_fault = rule1_fault_grants((unsigned long)rule1_fault_store, &all);
+	}
+	noise_stop(&n);
+	slice_trace_event("rseq_slice/rseq_slice_grant", 0);
+	/* A trigger left on a module's event outlives the module's unload. */
+	slice_write_file(RULE1_EVENT "trigger", "!stacktrace");
+	slice_write_file(RULE1_EVENT "filter", "0");
+	munmap(mem, len);
+	ksft_print_msg("%d rounds of %d faults, %d sections ended early: %ld grants, %ld on a page fault's return\n",
+		       rounds, RULE1_PAGES, ends, all, at_fault);
+	ASSERT_EQ(0, madv);
+	ASSERT_LT(0, at_fault) TH_LOG("no grant on a page fault's return in 240 s");
+}
+
 TEST_HARNESS_MAIN

@@ -42,11 +42,62 @@ struct rseq_slice_cpu {
 	struct rseq_slice_word *w;	/* the holder's control word */
 	bool audit_work;		/* the grant set SYSCALL_WORK_SYSCALL_AUDIT */
 	u64 start;			/* ktime_get_ns() at the grant */
+#ifdef RSEQ_SLICE_FAULT_INJECT
+	struct hrtimer inject_end;	/* runs the end-all IPI inside a grant */
+#endif
 };
 
 static DEFINE_PER_CPU(struct rseq_slice_cpu, rseq_slice_cpus);
 /* Counted on the CPU of the event, which is the grant's CPU. */
 static DEFINE_PER_CPU(struct rseq_slice_stats, rseq_slice_stats);
+
+static void rseq_slice_end_ipi(void *unused);
+
+#ifdef RSEQ_SLICE_FAULT_INJECT
+/*
+ * Fault injection: where CPUs run in parallel, enabled=0 or an unload can
+ * find a grant live on another CPU; under single-threaded emulation it
+ * never does (the grant has ended before the disarming CPU runs again).
+ * This timer, armed by a grant when the count says so, runs the end-all
+ * IPI's handler on the holder's CPU, in hard interrupt context, a
+ * microsecond into the grant: while the holder runs its section.
+ */
+static enum hrtimer_restart rseq_slice_inject_end_fn(struct hrtimer *timer)
+{
+	rseq_slice_end_ipi(NULL);
+	return HRTIMER_NORESTART;
+}
+
+static void rseq_slice_inject_end_init(struct rseq_slice_cpu *c)
+{
+	hrtimer_init(&c->inject_end, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+	c->inject_end.function = rseq_slice_inject_end_fn;
+}
+
+static void rseq_slice_inject_end_arm(struct rseq_slice_cpu *c)
+{
+	if (rseq_slice_inject_take(RSEQ_SLICE_INJECT_END_IPI))
+		hrtimer_start(&c->inject_end, ns_to_ktime(NSEC_PER_USEC),
+			      HRTIMER_MODE_REL_PINNED_HARD);
+}
+
+static void rseq_slice_inject_end_cancel(struct rseq_slice_cpu *c)
+{
+	hrtimer_cancel(&c->inject_end);
+}
+#else
+static inline void rseq_slice_inject_end_init(struct rseq_slice_cpu *c)
+{
+}
+
+static inline void rseq_slice_inject_end_arm(struct rseq_slice_cpu *c)
+{
+}
+
+static inline void rseq_slice_inject_end_cancel(struct rseq_slice_cpu *c)
+{
+}
+#endif
 
 /*
  * Make current reschedule at its next preemption point: the reschedule a
@@ -93,6 +144,7 @@ void rseq_slice_grant_init(void)
 
 		hrtimer_init(&c->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 		c->timer.function = rseq_slice_timer_fn;
+		rseq_slice_inject_end_init(c);
 	}
 }
 
@@ -101,8 +153,12 @@ void rseq_slice_grant_exit(void)
 {
 	unsigned int cpu;
 
-	for_each_possible_cpu(cpu)
-		hrtimer_cancel(&per_cpu_ptr(&rseq_slice_cpus, cpu)->timer);
+	for_each_possible_cpu(cpu) {
+		struct rseq_slice_cpu *c = per_cpu_ptr(&rseq_slice_cpus, cpu);
+
+		hrtimer_cancel(&c->timer);
+		rseq_slice_inject_end_cancel(c);
+	}
 }
 
 /* Interrupts disabled, on c's CPU, c->task set. */
@@ -197,6 +253,7 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 	hrtimer_start(&c->timer, ns_to_ktime(c->start + grant_ns), HRTIMER_MODE_ABS_PINNED_HARD);
 	this_cpu_inc(rseq_slice_stats.granted);
 	trace_rseq_slice_grant(current->pid, grant_ns);
+	rseq_slice_inject_end_arm(c);
 	return true;
 }
 

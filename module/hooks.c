@@ -297,21 +297,79 @@ static void notrace rseq_slice_exec_probe(void *data, struct task_struct *p, pid
 	rseq_slice_exit_probe(data, p);
 }
 
+#ifdef RSEQ_SLICE_FAULT_INJECT
+/* Hooks an injected refusal left registered, as a real refusal would. */
+static struct ftrace_ops *rseq_slice_inject_kept[8];
+
+static void rseq_slice_inject_keep(struct ftrace_ops *ops, bool keep)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(rseq_slice_inject_kept); i++) {
+		if (rseq_slice_inject_kept[i] == ops)
+			rseq_slice_inject_kept[i] = NULL;
+	}
+	for (i = 0; keep && i < ARRAY_SIZE(rseq_slice_inject_kept); i++) {
+		if (!rseq_slice_inject_kept[i]) {
+			rseq_slice_inject_kept[i] = ops;
+			return;
+		}
+	}
+}
+
+/*
+ * Fault injection's way back (debugfs "release"): remove for real the
+ * hooks an injected refusal kept and drop the pin it took, so that the
+ * selftests can load a normal module again. Process context.
+ */
+void rseq_slice_hooks_inject_release(void)
+{
+	unsigned int i;
+
+	mutex_lock(&rseq_slice_hooks_mutex);
+	for (i = 0; i < ARRAY_SIZE(rseq_slice_inject_kept); i++) {
+		if (rseq_slice_inject_kept[i])
+			unregister_ftrace_function(rseq_slice_inject_kept[i]);
+		rseq_slice_inject_kept[i] = NULL;
+	}
+	if (rseq_slice_stuck)
+		module_put(THIS_MODULE);
+	rseq_slice_stuck = false;
+	mutex_unlock(&rseq_slice_hooks_mutex);
+}
+#else
+static inline void rseq_slice_inject_keep(struct ftrace_ops *ops, bool keep)
+{
+}
+#endif
+
+/* unregister_ftrace_function(), or an injected refusal that keeps @ops. */
+static int rseq_slice_unregister(struct ftrace_ops *ops)
+{
+	bool refuse = rseq_slice_inject_take(RSEQ_SLICE_INJECT_UNHOOK);
+
+	rseq_slice_inject_keep(ops, refuse);
+	return refuse ? -EBUSY : unregister_ftrace_function(ops);
+}
+
 /*
  * Remove one ftrace hook. If ftrace refuses (it does so only once it has
  * shut itself down after a bug), the callback may still be called, so
- * this module's text must stay: pin the module for good and say so. At
- * unload it is too late to refuse, so wait, retrying, rather than free
- * text a CPU may still run.
+ * this module's text must stay: pin the module for good and say so, and
+ * switch grants off for good, so that a schedule() hook left behind only
+ * denies (ENABLE and enabled=1 then fail with EIO). At unload it is too
+ * late to refuse, so wait, retrying, rather than free text a CPU may
+ * still run.
  */
 void rseq_slice_unhook(struct ftrace_ops *ops, const char *what)
 {
-	int ret = unregister_ftrace_function(ops);
+	int ret = rseq_slice_unregister(ops);
 
 	if (likely(!ret))
 		return;
 	if (rseq_slice_ready) {
 		pr_err("cannot remove the %s hook (%d); the module stays loaded\n", what, ret);
+		WRITE_ONCE(rseq_slice_enabled, false);
 		if (!rseq_slice_stuck)
 			__module_get(THIS_MODULE);
 		rseq_slice_stuck = true;
@@ -320,7 +378,8 @@ void rseq_slice_unhook(struct ftrace_ops *ops, const char *what)
 	pr_err("cannot remove the %s hook (%d); unload waits until it can\n", what, ret);
 	do {
 		schedule_timeout_idle(HZ);
-	} while (unregister_ftrace_function(ops));
+	} while (rseq_slice_unregister(ops));
+	pr_info("removed the %s hook\n", what);
 }
 
 static void rseq_slice_unhook_tp(struct tracepoint *tp, void *probe, const char *what)
@@ -515,7 +574,8 @@ bool rseq_slice_hooks_unregister_current(void)
  * The enabled parameter (process context, param lock held). Before module
  * init this is only the insmod argument. The value stays even if the
  * hooks cannot be armed (the next ENABLE tries again); the write returns
- * what arming returned, or EINTR on a fatal signal while waiting for the
+ * what arming returned, EIO once a hook would not go (see
+ * rseq_slice_unhook()), or EINTR on a fatal signal while waiting for the
  * lock.
  */
 static int rseq_slice_enabled_set(const char *val, const struct kernel_param *kp)
@@ -526,11 +586,20 @@ static int rseq_slice_enabled_set(const char *val, const struct kernel_param *kp
 	ret = kstrtobool(val, &on);
 	if (ret)
 		return ret;
-	WRITE_ONCE(rseq_slice_enabled, on);
+	/* Off takes effect at once: the hooks check it before any grant. */
+	if (!on)
+		WRITE_ONCE(rseq_slice_enabled, false);
 	ret = mutex_lock_killable(&rseq_slice_hooks_mutex);
 	if (ret)
 		return ret;
+	/* A hook that would not go may still run: grants stay off. */
+	if (on && rseq_slice_stuck) {
+		ret = -EIO;
+		goto unlock;
+	}
+	WRITE_ONCE(rseq_slice_enabled, on);
 	ret = rseq_slice_hooks_sync();
+unlock:
 	mutex_unlock(&rseq_slice_hooks_mutex);
 	return ret;
 }

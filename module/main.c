@@ -138,6 +138,7 @@ static int __init rseq_slice_init(void)
 	/* Reports its own failures and leaves the ioctls working. */
 	rseq_slice_merged_init();
 	rseq_slice_stats_init();
+	rseq_slice_inject_init();
 	ret = misc_register(&rseq_slice_misc);
 	if (ret)
 		goto remove_stats;

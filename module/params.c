@@ -70,3 +70,8 @@ MODULE_PARM_DESC(foreign_syscall,
 
 module_param_named(debug, rseq_slice_debug, bool, 0644);
 MODULE_PARM_DESC(debug, "Check the control word at yield and syscall entry; SIGSEGV on a violation (default 0)");
+
+#ifdef RSEQ_SLICE_FAULT_INJECT
+/* Fault injection counts, set through debugfs (inject.c). */
+atomic_t rseq_slice_inject[RSEQ_SLICE_INJECT_NR];
+#endif

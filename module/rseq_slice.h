@@ -9,6 +9,7 @@
  *   hooks.c			the kernel hooks, arming them, the enabled switch
  *   merged.c			merged upstream's prctl
  *   stats.c			debugfs: statistics (a read-only view), upstream's names
+ *   inject.c			debugfs: fault injection (RSEQ_SLICE_FAULT_INJECT=y builds)
  *   main.c			the device, its ioctls, module init and exit
  *
  * Who touches what, and from where:
@@ -181,6 +182,35 @@ int rseq_slice_task_pinned(void);
 int rseq_slice_task_merged_count(void);
 bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
 
+/*
+ * Fault injection, in a build made with RSEQ_SLICE_FAULT_INJECT=y only (the
+ * selftests' second module): failures this machine cannot produce on
+ * demand, made to happen at the point where they would. Each point has a
+ * count (params.c) of the times it fails from now; the debugfs file
+ * rseq_slice/inject (inject.c) sets them. In other builds
+ * rseq_slice_inject_take() is a constant false and nothing is compiled.
+ */
+enum rseq_slice_inject_point {
+	RSEQ_SLICE_INJECT_UNHOOK,	/* unregister_ftrace_function() refuses */
+	RSEQ_SLICE_INJECT_END_IPI,	/* the end-all IPI lands inside a grant */
+	RSEQ_SLICE_INJECT_NR,
+};
+
+#ifdef RSEQ_SLICE_FAULT_INJECT
+extern atomic_t rseq_slice_inject[RSEQ_SLICE_INJECT_NR];
+
+/* Any context: whether this pass through @point fails (uses one count). */
+static inline bool rseq_slice_inject_take(enum rseq_slice_inject_point point)
+{
+	return atomic_dec_if_positive(&rseq_slice_inject[point]) >= 0;
+}
+#else
+static inline bool rseq_slice_inject_take(enum rseq_slice_inject_point point)
+{
+	return false;
+}
+#endif
+
 /* hooks.c */
 int rseq_slice_hooks_init(const struct file_operations *fops);
 void rseq_slice_hooks_stop(void);
@@ -197,5 +227,16 @@ void rseq_slice_merged_exit(void);
 /* stats.c */
 void rseq_slice_stats_init(void);
 void rseq_slice_stats_exit(void);
+struct dentry *rseq_slice_stats_dir(void);
+
+/* inject.c */
+#ifdef RSEQ_SLICE_FAULT_INJECT
+void rseq_slice_hooks_inject_release(void);
+void rseq_slice_inject_init(void);
+#else
+static inline void rseq_slice_inject_init(void)
+{
+}
+#endif
 
 #endif /* RSEQ_SLICE_INTERNAL_H */

@@ -119,6 +119,12 @@ void rseq_slice_stats_init(void)
 	debugfs_create_file("slice_ext_nsec", 0644, dir, NULL, &rseq_slice_ext_nsec_fops);
 }
 
+/* The module's debugfs directory, or an error pointer. */
+struct dentry *rseq_slice_stats_dir(void)
+{
+	return rseq_slice_debugfs;
+}
+
 void rseq_slice_stats_exit(void)
 {
 	debugfs_remove_recursive(rseq_slice_upstream_debugfs);

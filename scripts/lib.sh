@@ -175,18 +175,26 @@ rs_build_module() {
 		"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/src/"
 	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
 		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
+		"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/fi/"
+	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
 		"$RS_TOP/selftests/kmod/" "$out/kmod/"
 	# Two guests of one kernel may start at once: one build at a time.
 	exec {lock}>"$out/.lock"
 	flock "$lock"
+	# fi/: the fault injection build, which only the selftests load.
 	if ! make -C "$RS_KDIR" M="$out/src" modules >"$out/build.log" 2>&1 ||
+		! make -C "$RS_KDIR" M="$out/fi" RSEQ_SLICE_FAULT_INJECT=y modules \
+			>>"$out/build.log" 2>&1 ||
 		! make -C "$RS_KDIR" M="$out/kmod" modules >>"$out/build.log" 2>&1; then
 		cat "$out/build.log" >&2
 		rs_die "module build against $RS_KVER failed"
 	fi
+	# Loaded under its own file name; the module's name stays rseq_slice.
+	cp "$out/fi/rseq_slice.ko" "$out/fi/rseq_slice_fi.ko"
 	exec {lock}>&-
 	RS_MODULE=$out/src/rseq_slice.ko
-	RS_TEST_MODULES=$out/kmod/ipmodify_hog.ko
+	RS_TEST_MODULES="$out/kmod/ipmodify_hog.ko $out/fi/rseq_slice_fi.ko"
 }
 
 # Upstream's own rseq selftests (slice_test, check_optimized) come from

@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Failures this machine cannot produce on demand, made to happen by the
+ * module's fault injection build (/lib/rseq_slice_fi.ko, made with
+ * RSEQ_SLICE_FAULT_INJECT=y; its debugfs file rseq_slice/inject):
+ *
+ * - ftrace refusing to remove a hook (it does so only after an ftrace
+ *   bug): on the live path the module must pin itself and keep grants
+ *   off, at unload it must wait until the hook is gone;
+ * - the end-all IPI of enabled=0 or an unload landing inside a grant
+ *   (under single-threaded emulation the grant has always ended before
+ *   the disarming CPU runs again): it must give back the reschedule the
+ *   grant deferred.
+ *
+ * Each test swaps the normal module for the fault injection build and
+ * back. Root only.
+ */
+#include "slice_util.h"
+
+#include <fcntl.h>
+
+#include "kselftest_harness.h"
+
+#define INJECT		"/sys/kernel/debug/rseq_slice/inject"
+#define REFCNT		"/sys/module/rseq_slice/refcnt"
+/* Events waited for, on a loaded host under emulation. */
+#define EVENT_NS	(240 * 1000000000ULL)
+
+static const char *fi_ko(void)
+{
+	const char *ko = getenv("RSEQ_SLICE_FI_KO");
+
+	return ko ? ko : "/lib/rseq_slice_fi.ko";
+}
+
+static int load_ko(const char *ko)
+{
+	int fd = open(ko, O_RDONLY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* The module's reference count; -1 if unreadable. */
+static long long refcnt(void)
+{
+	char buf[32];
+
+	if (slice_read_file(REFCNT, buf, sizeof(buf)) < 0)
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
+/* The kernel log from now on: a non-blocking /dev/kmsg at its end. */
+static int kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/*
+ * How many of the records logged since kmsg_open() hold @what. Records
+ * read from @fd are kept in @log (NUL-separated), so that every call
+ * sees all of them.
+ */
+static int kmsg_count(int fd, char *log, size_t *len, size_t size, const char *what)
+{
+	ssize_t n;
+	size_t off;
+	int hits = 0;
+
+	while (*len + 1024 < size &&
+	       ((n = read(fd, log + *len, 1023)) > 0 || (n < 0 && errno == EPIPE))) {
+		if (n <= 0)
+			continue;
+		log[*len + n] = '\0';
+		*len += n + 1;
+	}
+	for (off = 0; off < *len; off += strlen(log + off) + 1)
+		hits += !!strstr(log + off, what);
+	return hits;
+}
+
+/* In a TEST_F: records logged since the setup that hold @what. */
+#define LOGGED(what) kmsg_count(self->kmsg, self->log, &self->len, sizeof(self->log), what)
+
+FIXTURE(inject)
+{
+	struct slice_params params;
+	int kmsg;
+	size_t len;
+	char log[65536];
+};
+
+FIXTURE_SETUP(inject)
+{
+	SLICE_ONLY_FILTER();
+	if (!is_root())
+		SKIP(return, "loads modules");
+	ASSERT_EQ(0, slice_params_save(&self->params));
+	ASSERT_EQ(0, slice_unload_module());
+	ASSERT_EQ(0, load_ko(fi_ko()));
+	ASSERT_EQ(0, access(INJECT, W_OK));
+	self->kmsg = kmsg_open();
+	ASSERT_LE(0, self->kmsg);
+}
+
+FIXTURE_TEARDOWN(inject)
+{
+	if (!is_root())
+		return;
+	if (slice_module_loaded()) {
+		slice_write_file(INJECT, "release");
+		slice_unload_module();
+	}
+	slice_module_restore(&self->params);
+	close(self->kmsg);
+}
+
+/* Register this thread and close the device: the registration stays. */
+static int enable_and_close(void)
+{
+	int ret = slice_enable_self();
+
+	close(slice_self.fd);
+	slice_self.fd = -1;
+	return ret;
+}
+
+/*
+ * A hook that would not go, on the live path (enabled=0): the module
+ * says so, pins itself, and grants stay off for good, as the schedule()
+ * hook left behind still runs: it only denies (REQUEST cleared, sdeny),
+ * and enabled=1 fails with EIO. The way back is the injection's own.
+ */
+TEST_F_TIMEOUT(inject, unhook_refused_pins_module, 300)
+{
+	int cpu = slice_test_cpu(), denied = 0;
+	uint64_t end = now_ns() + EVENT_NS;
+	long long r0, g0, d0;
+	struct noise n;
+	char buf[8];
+
+	ASSERT_EQ(0, pin_self(cpu));
+	ASSERT_EQ(0, enable_and_close());
+	r0 = refcnt();
+	ASSERT_LE(0, r0);
+	ASSERT_EQ(0, slice_write_file(INJECT, "unhook 1"));
+	ASSERT_EQ(0, slice_param_set("enabled", "0"));
+	EXPECT_EQ(1, LOGGED("cannot remove the schedule() hook (-16); the module stays loaded"));
+	EXPECT_EQ(r0 + 1, refcnt());
+	EXPECT_EQ(-EWOULDBLOCK, slice_unload_module());
+	EXPECT_EQ(-EIO, slice_param_set("enabled", "1"));
+	ASSERT_EQ(0, slice_param_get("enabled", buf, sizeof(buf)));
+	EXPECT_STREQ("N", buf);
+
+	g0 = slice_stat("sgrant");
+	d0 = slice_stat("sdeny");
+	ASSERT_EQ(0, noise_start(&n, cpu, 2000, 50000));
+	while (denied < 5 && now_ns() < end) {
+		if (request_wait(&slice_self.ctrl, 100 * 1000000ULL) == 0)
+			denied++;
+		rseq_slice_word_end(&slice_self.ctrl, -1);
+	}
+	noise_stop(&n);
+	ksft_print_msg("left-behind hook: %d sections denied, sgrant +%lld, sdeny +%lld\n",
+		       denied, slice_stat("sgrant") - g0, slice_stat("sdeny") - d0);
+	EXPECT_EQ(5, denied);
+	EXPECT_EQ(g0, slice_stat("sgrant"));
+	EXPECT_LE(5, slice_stat("sdeny") - d0);
+
+	ASSERT_EQ(0, slice_write_file(INJECT, "release"));
+	EXPECT_EQ(r0, refcnt());
+	EXPECT_EQ(0, slice_unload_module());
+}
+
+/*
+ * A hook that would not go, at unload: too late to refuse, so the unload
+ * waits, retrying each second, until the hook is gone (here after three
+ * refusals), and only then frees the module's text.
+ */
+TEST_F_TIMEOUT(inject, unhook_refused_at_unload_waits, 300)
+{
+	uint64_t t0;
+
+	ASSERT_EQ(0, enable_and_close());
+	ASSERT_EQ(0, slice_write_file(INJECT, "unhook 3"));
+	t0 = now_ns();
+	ASSERT_EQ(0, slice_unload_module());
+	ksft_print_msg("unload took %.1f s\n", (now_ns() - t0) / 1e9);
+	EXPECT_FALSE(slice_module_loaded());
+	EXPECT_EQ(1, LOGGED("cannot remove the schedule() hook (-16); unload waits until it can"));
+	/* Two retries refused, one second apart, the third went through. */
+	EXPECT_LE(2 * 1000000000ULL, now_ns() - t0);
+	EXPECT_EQ(1, LOGGED("removed the schedule() hook"));
+}
+
+/*
+ * The end-all IPI inside a grant: the grant ends (a revoke) and the
+ * reschedule it deferred comes back at once: the noise thread that
+ * woke, and whose wakeup the grant deferred, runs before this thread
+ * sees its word clear. Without it the noise thread waits for the tick.
+ */
+#define END_IPI_GRANTS	50
+
+TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
+{
+	int cpu = slice_test_cpu(), granted = 0, switched = 0;
+	uint64_t end = now_ns() + EVENT_NS;
+	struct noise n;
+
+	ASSERT_EQ(0, pin_self(cpu));
+	ASSERT_EQ(0, slice_enable_self());
+	ASSERT_EQ(0, slice_write_file(INJECT, "end_ipi 1000000"));
+	ASSERT_EQ(0, noise_start(&n, cpu, 2000, 50000));
+	while (granted < END_IPI_GRANTS && now_ns() < end) {
+		long long g0 = slice_stat("sgrant"), v0 = slice_stat("srevok");
+		long long e0 = slice_stat("sexpir");
+		uint64_t stop = rseq_slice_tsc_ns() + 100 * 1000000ULL;
+		unsigned long r0 = n.rounds, r1;
+
+		rseq_slice_word_request(&slice_self.ctrl);
+		while (slice_word() && rseq_slice_tsc_ns() < stop)
+			;
+		r1 = n.rounds;
+		rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
+		/* Only grants the injected IPI ended: revoked, not expired. */
+		if (slice_stat("sgrant") == g0 || slice_stat("srevok") == v0 ||
+		    slice_stat("sexpir") != e0)
+			continue;
+		granted++;
+		switched += r1 != r0;
+	}
+	noise_stop(&n);
+	slice_write_file(INJECT, "end_ipi 0");
+	ksft_print_msg("%d grants ended by the IPI, %d of them rescheduled at once\n",
+		       granted, switched);
+	ASSERT_EQ(END_IPI_GRANTS, granted);
+	EXPECT_LE(granted * 3 / 4, switched);
+}
+
+TEST_HARNESS_MAIN

@@ -201,7 +201,8 @@ static void foreign_loop(struct counts *c, unsigned long want)
 
 		if (request_wait(&slice_self.ctrl, WAIT_NS) != RSEQ_SLICE_EXT_GRANTED) {
 			c->denied++;
-			rseq_slice_word_store(&slice_self.ctrl, 0);
+			/* REQUEST may still be set: end it by the protocol. */
+			rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
 			continue;
 		}
 		c->foreign++;

@@ -43,7 +43,8 @@ static bool get_grant(uint32_t *w)
 		if (request_wait(w, 200 * MS) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	rseq_slice_word_store(w, 0);
+	/* REQUEST may still be set: a plain store could hide a late grant. */
+	rseq_slice_word_end(w, slice_self.fd);
 	return false;
 }
 
@@ -260,9 +261,7 @@ static void count_kill(int sig)
 /* A GRANTED seen (an interrupt came first): end it by the protocol. */
 static void drop_grant(void)
 {
-	if (slice_word() & RSEQ_SLICE_EXT_GRANTED)
-		slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
-	rseq_slice_word_store(&slice_self.ctrl, 0);
+	rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
 }
 
 FIXTURE(switchout)
@@ -804,7 +803,7 @@ static bool granted_on(uint32_t *w, int fd)
 			return true;
 		}
 	}
-	rseq_slice_word_store(w, 0);
+	rseq_slice_word_end(w, fd);
 	return false;
 }
 

@@ -44,7 +44,8 @@ static bool wait_grant(void)
 		if (request_and_wait(WAIT_NS) == RSEQ_SLICE_EXT_GRANTED)
 			return true;
 	}
-	rseq_slice_word_store(&slice_self.ctrl, 0);
+	/* REQUEST may still be set: a plain store could hide a late grant. */
+	rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
 	return false;
 }
 
@@ -575,11 +576,10 @@ TEST(no_grant_on_syscall_return)
 		w = slice_word();
 		if (r.ran != before)
 			preempted++;
-		if (w & RSEQ_SLICE_EXT_GRANTED) {
+		if (w & RSEQ_SLICE_EXT_GRANTED)
 			granted++;
-			slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
-		}
-		rseq_slice_word_store(&slice_self.ctrl, 0);
+		/* By the protocol: a grant after the read above must be yielded. */
+		rseq_slice_word_end(&slice_self.ctrl, slice_self.fd);
 	}
 	close(p[1]);
 	pthread_join(th, NULL);

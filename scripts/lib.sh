@@ -184,20 +184,19 @@ rs_build_module() {
 	RS_TEST_MODULES=$out/kmod/ipmodify_hog.ko
 }
 
-# Upstream's own rseq selftests (slice_test, check_optimized) come from
-# Debian's linux-source-7.2, which only Debian sid has. apt-get runs with a
-# private configuration under the cache: its own sources.list (sid, signed
-# by the host's debian-archive-keyring), lists, cache and an empty dpkg
-# status, so the host's sources and state are never touched. Only the
-# host's apt.conf.d settings (proxies, validity checks) still apply.
-RS_UPSTREAM_PKG=linux-source-7.2
+# A private apt configuration in DIR (under the cache), with SOURCES as its
+# sources.list: its own lists, cache and an empty dpkg status, so the
+# host's sources and state are never touched. Only the host's apt.conf.d
+# settings (proxies, validity checks) still apply.
+#   rs_private_apt DIR SOURCES APT-GET-ARGS...
 RS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-rs_sid_apt() {
-	local d=$RS_CACHE/apt-sid
+rs_private_apt() {
+	local d=$1 sources=$2
+	shift 2
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-	echo "deb [signed-by=$RS_KEYRING] http://deb.debian.org/debian sid main" >"$d/etc/sources.list"
+	printf '%s\n' "$sources" >"$d/etc/sources.list"
 	: >>"$d/status"
 	cat >"$d/apt.conf" <<EOF
 Dir::Etc::sourcelist "$d/etc/sources.list";
@@ -215,6 +214,15 @@ APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
 	APT_CONFIG=$d/apt.conf apt-get -q "$@"
+}
+
+# Upstream's own rseq selftests (slice_test, check_optimized) come from
+# Debian's linux-source-7.2, which only Debian sid has: a private apt
+# configuration for sid (signed by the host's debian-archive-keyring).
+RS_UPSTREAM_PKG=linux-source-7.2
+rs_sid_apt() {
+	rs_private_apt "$RS_CACHE/apt-sid" \
+		"deb [signed-by=$RS_KEYRING] http://deb.debian.org/debian sid main" "$@"
 }
 
 # rs_upstream_src: sets RS_UPSTREAM_SRC, the top of an extracted

@@ -286,3 +286,59 @@ rs_build_selftests() {
 		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" >&2 ||
 		rs_die "selftests did not build"
 }
+
+# rs_qemu_plugin_header: sets RS_QEMU_INC, a folder with the qemu-plugin.h
+# of the installed QEMU. Debian ships QEMU's plugin support but not this
+# header: it comes from the source package of the installed version
+# (apt-get source --download-only, a private apt configuration with the
+# host release's deb-src lines), cached with the download, so a warm
+# machine does no network access.
+rs_qemu_plugin_header() {
+	local ver base dir lock src codename orig
+	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
+		rs_die "qemu-system-x86 is not installed"
+	base=$RS_CACHE/qemu
+	dir=$base/${ver#*:}
+	RS_QEMU_INC=$dir
+	[ -s "$dir/qemu-plugin.h" ] && return 0
+	mkdir -p "$base/dl"
+	exec {lock}>"$base/.lock"
+	flock "$lock"
+	# shellcheck disable=SC1091 # the host's release file
+	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	src="deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian $codename main
+deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian $codename-updates main
+deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian-security $codename-security main"
+	if [ ! -f "$base/dl/qemu_${ver#*:}.dsc" ]; then
+		rs_log "fetching the source of qemu $ver (for qemu-plugin.h; private apt configuration: $RS_CACHE/apt-src)"
+		if ! (cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+			source --download-only "qemu=$ver" >/dev/null 2>&1); then
+			rs_private_apt "$RS_CACHE/apt-src" "$src" update >"$base/update.log" 2>&1 ||
+				{ cat "$base/update.log" >&2; rs_die "apt-get update of the deb-src lines failed"; }
+			(cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+				source --download-only "qemu=$ver" >&2) ||
+				rs_die "cannot download the source of qemu $ver"
+		fi
+	fi
+	orig=$(sed -n 's/^ [0-9a-f]\{64\} [0-9]* \(qemu_.*\.orig\.tar\.xz\)$/\1/p' \
+		"$base/dl/qemu_${ver#*:}.dsc" | head -n1)
+	if [ -z "$orig" ] || [ ! -f "$base/dl/$orig" ]; then
+		rs_die "no orig tarball for qemu $ver in $base/dl"
+	fi
+	mkdir -p "$dir"
+	tar -xJf "$base/dl/$orig" -O --wildcards '*/include/qemu/qemu-plugin.h' >"$dir/qemu-plugin.h.tmp" ||
+		rs_die "no qemu-plugin.h in $orig"
+	mv "$dir/qemu-plugin.h.tmp" "$dir/qemu-plugin.h"
+	exec {lock}>&-
+}
+
+# rs_build_insn_plugin: builds the instruction counting plugin
+# (scripts/insn-plugin) against the installed QEMU's header; sets
+# RS_INSN_PLUGIN.
+rs_build_insn_plugin() {
+	local out=$RS_CACHE/build/insn-plugin-$RS_TREE
+	rs_qemu_plugin_header
+	make -s -C "$RS_TOP/scripts/insn-plugin" QEMU_INC="$RS_QEMU_INC" OUT="$out" >&2 ||
+		rs_die "the instruction counting plugin did not build"
+	RS_INSN_PLUGIN=$out/insn_count.so
+}

@@ -5,17 +5,19 @@
  * regions the guest marks itself (selftests/bench/insn_marker.h).
  *
  *   qemu-system-x86_64 -accel tcg,thread=single \
- *	-plugin insn_count.so,out=FILE ...
+ *	-plugin insn_count.so,out=FILE[,samples=FILE2] ...
  *
  * At exit it writes, per region name and vCPU, one line to FILE:
  *   insns region=NAME vcpu=N n=SAMPLES user=U kernel=K total=T min=M mean=A
- *	umed=UM kmed=KM
+ *	umed=UM kmed=KM kp10=KP p10=P
  * where T is the median of the samples' totals and U, K that sample's
- * split, M the smallest total, A the mean, and UM, KM the medians of the
- * user and of the kernel parts on their own. The median is the figure to
+ * split, M the smallest total, A the mean, UM and KM the medians of the
+ * user and of the kernel parts on their own, KP the 10th percentile of
+ * the kernel part and P that of the total. The median is the figure to
  * compare: a sample an interrupt landed in is an outlier and leaves it
  * alone. Then a line "insns-plugin vcpus=N unmatched=U" (U: STOP markers
  * without an open region, a sign that a measuring thread migrated).
+ * FILE2, if given, gets every sample as it ends: "NAME VCPU USER KERNEL".
  *
  * How it counts, exactly and per vCPU: every instruction adds 1 to one
  * global counter (an inline op, no call), and every translation block
@@ -76,6 +78,7 @@ static unsigned int n_vcpus;
 static struct region *regions, **regions_tail = &regions;
 static uint64_t unmatched;
 static const char *out_path;
+static FILE *samples;
 
 /* Every executed instruction adds 1 here (inline, in the generated code). */
 static uint64_t executed;
@@ -128,6 +131,9 @@ static void add_sample(struct region *r, const struct vcpu *c)
 	}
 	r->s[r->n].n[USER] = c->count[USER] - c->start[USER];
 	r->s[r->n].n[KERNEL] = c->count[KERNEL] - c->start[KERNEL];
+	if (samples)
+		fprintf(samples, "%s %u %" PRIu64 " %" PRIu64 "\n", r->name, r->vcpu,
+			r->s[r->n].n[USER], r->s[r->n].n[KERNEL]);
 	r->n++;
 }
 
@@ -232,8 +238,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The median of one part (user or kernel) on its own. */
-static uint64_t part_median(const struct region *r, int part)
+/* A quantile (q/100) of one part (user or kernel) on its own. */
+static uint64_t part_quantile(const struct region *r, int part, unsigned int q)
 {
 	uint64_t *v = malloc(r->n * sizeof(*v)), m;
 	size_t i;
@@ -243,7 +249,7 @@ static uint64_t part_median(const struct region *r, int part)
 	for (i = 0; i < r->n; i++)
 		v[i] = r->s[i].n[part];
 	qsort(v, r->n, sizeof(*v), cmp_u64);
-	m = v[r->n / 2];
+	m = v[r->n * q / 100];
 	free(v);
 	return m;
 }
@@ -254,24 +260,26 @@ static void report(FILE *f)
 
 	for (r = regions; r; r = r->next) {
 		const struct sample *med;
-		uint64_t umed, kmed;
+		uint64_t umed, kmed, kp10;
 		double sum = 0;
 		size_t i;
 
 		if (!r->n)
 			continue;
-		umed = part_median(r, USER);
-		kmed = part_median(r, KERNEL);
+		umed = part_quantile(r, USER, 50);
+		kmed = part_quantile(r, KERNEL, 50);
+		kp10 = part_quantile(r, KERNEL, 10);
 		qsort(r->s, r->n, sizeof(*r->s), cmp_total);
 		for (i = 0; i < r->n; i++)
 			sum += r->s[i].n[USER] + r->s[i].n[KERNEL];
 		med = &r->s[r->n / 2];
 		fprintf(f, "insns region=%s vcpu=%u n=%zu user=%" PRIu64 " kernel=%" PRIu64
 			" total=%" PRIu64 " min=%" PRIu64 " mean=%.1f umed=%" PRIu64
-			" kmed=%" PRIu64 "\n",
+			" kmed=%" PRIu64 " kp10=%" PRIu64 " p10=%" PRIu64 "\n",
 			r->name[0] ? r->name : "-", r->vcpu, r->n, med->n[USER], med->n[KERNEL],
 			med->n[USER] + med->n[KERNEL], r->s[0].n[USER] + r->s[0].n[KERNEL],
-			sum / r->n, umed, kmed);
+			sum / r->n, umed, kmed, kp10,
+			r->s[r->n / 10].n[USER] + r->s[r->n / 10].n[KERNEL]);
 	}
 	fprintf(f, "insns-plugin vcpus=%u unmatched=%" PRIu64 "\n", n_vcpus, unmatched);
 }
@@ -292,6 +300,8 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 	report(f);
 	if (f != stderr)
 		fclose(f);
+	if (samples)
+		fclose(samples);
 }
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
@@ -311,6 +321,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	for (i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4)) {
 			out_path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "samples=", 8)) {
+			samples = fopen(argv[i] + 8, "w");
+			if (!samples) {
+				perror(argv[i] + 8);
+				return -1;
+			}
 		} else {
 			fprintf(stderr, "insn_count: unknown argument %s\n", argv[i]);
 			return -1;

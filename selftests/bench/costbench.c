@@ -5,8 +5,9 @@
  *   costbench syscall|pipe|fork|switch [-i ITER] [-e] [-I NAME]
  *	Cost for everyone else: a getppid() loop, a one-byte pipe ping-pong
  *	between two threads, a fork/exit/wait loop, a sched_yield()
- *	ping-pong between two threads (two context switches), on CPU 0; ns
- *	per operation. Meanwhile a thread spins on the last CPU in every arm (so
+ *	ping-pong between two SCHED_FIFO threads (two context switches), on
+ *	CPU 0; ns per operation. With -I the pipe's threads are SCHED_FIFO
+ *	too (see fifo_on()). Meanwhile a thread spins on the last CPU in every arm (so
  *	that arms differ only in the module: under single-threaded emulation
  *	a busy vCPU slows the others); with -e that thread is enabled through
  *	/dev/rseq_slice and requests in a loop, so the module's hooks are
@@ -94,11 +95,21 @@ static int last_cpu(void)
 	return (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
 }
 
-/* A thread elsewhere, requesting and yielding in a loop (-e: enabled). */
+static int busy_ready;
+
+/*
+ * A thread elsewhere, requesting and yielding in a loop (-e: enabled).
+ * The measurement starts once it has enabled: the module's hooks are
+ * patched in by then.
+ */
 static void *busy_fn(void *arg)
 {
+	int ret;
+
 	pin(last_cpu());
-	if (rseq_slice_init(arg ? RSEQ_SLICE_BACKEND_MODULE : RSEQ_SLICE_BACKEND_NONE) < 0)
+	ret = rseq_slice_init(arg ? RSEQ_SLICE_BACKEND_MODULE : RSEQ_SLICE_BACKEND_NONE);
+	__atomic_store_n(&busy_ready, ret < 0 ? -1 : 1, __ATOMIC_RELEASE);
+	if (ret < 0)
 		return (void *)1L;
 	while (!stop) {
 		rseq_slice_cs_begin();
@@ -129,6 +140,28 @@ static long partner_runs;
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
+/*
+ * SCHED_FIFO at priority 1 for the calling thread and the threads it
+ * creates next (they inherit it), where allowed: between two such
+ * threads a wake-up never preempts and a sched_yield() always switches,
+ * so every round trip takes one path. Under CFS the path depends on the
+ * threads' vruntimes (preempted at the writer's return to user space or
+ * not, a yield that switches or not), which drift in phases. True if set.
+ */
+static int fifo_on(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	return !sched_setscheduler(0, SCHED_FIFO, &sp);
+}
+
+static void fifo_off(void)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+}
+
 /* The other side of "switch": on the same CPU, yield back at once. */
 static void *partner_fn(void *arg)
 {
@@ -153,10 +186,12 @@ static double run_everyone(const char *what, long iters)
 			mark_stop();
 		}
 	} else if (!strcmp(what, "switch")) {
+		int fifo = fifo_on();
 		pthread_t th;
 		long runs;
 
-		pthread_create(&th, NULL, partner_fn, NULL);
+		if (pthread_create(&th, NULL, partner_fn, NULL))
+			return -1;
 		while (!LOAD(partner_runs))
 			sched_yield();
 		runs = LOAD(partner_runs);
@@ -169,6 +204,8 @@ static double run_everyone(const char *what, long iters)
 		runs = LOAD(partner_runs) - runs;
 		STORE(partner_stop, 1);
 		pthread_join(th, NULL);
+		if (fifo)
+			fifo_off();
 		/* Each yield must have run the partner: two switches. */
 		if (runs < iters * 9 / 10) {
 			fprintf(stderr, "costbench: switch: partner ran %ld times in %ld\n",
@@ -176,6 +213,7 @@ static double run_everyone(const char *what, long iters)
 			return -1;
 		}
 	} else if (!strcmp(what, "pipe")) {
+		int fifo = counting && fifo_on();
 		pthread_t th;
 		char c = 1;
 
@@ -193,6 +231,8 @@ static double run_everyone(const char *what, long iters)
 		if (write(pp[0][1], &c, 1) != 1)
 			return -1;
 		pthread_join(th, NULL);
+		if (fifo)
+			fifo_off();
 	} else if (!strcmp(what, "fork")) {
 		t0 = mono_ns();
 		for (i = 0; i < iters; i++) {
@@ -442,6 +482,8 @@ int main(int argc, char **argv)
 
 	if (pthread_create(&bth, NULL, busy_fn, enabled ? (void *)1L : NULL))
 		return 1;
+	while (!__atomic_load_n(&busy_ready, __ATOMIC_ACQUIRE))
+		sched_yield();
 	pin(0);
 	if (!iters)
 		iters = !strcmp(what, "fork") ? 300 : !strcmp(what, "pipe") ? 5000 :

@@ -119,6 +119,8 @@ insns() {
 				load
 			done
 		fi
+		# Upstream's kernel: what a system call costs there, for scale.
+		[ $upstream = 1 ] && ./costbench syscall -i 2000 -I none/r$r
 		for b in preempt yield expiry; do
 			./costbench $b -m $abi -i 500 -I $abi/r$r || echo "# costbench $b failed"
 		done

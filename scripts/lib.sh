@@ -294,9 +294,12 @@ rs_build_selftests() {
 # host release's deb-src lines), cached with the download, so a warm
 # machine does no network access.
 rs_qemu_plugin_header() {
-	local ver base dir lock src codename orig
+	local ver up base dir lock src codename dsc orig
 	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
 		rs_die "qemu-system-x86 is not installed"
+	# 1:7.2+dfsg-7+deb12u18: the upstream release is 7.2+dfsg.
+	up=${ver#*:}
+	up=${up%-*}
 	base=$RS_CACHE/qemu
 	dir=$base/${ver#*:}
 	RS_QEMU_INC=$dir
@@ -309,19 +312,28 @@ rs_qemu_plugin_header() {
 	src="deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian $codename main
 deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian $codename-updates main
 deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian-security $codename-security main"
-	if [ ! -f "$base/dl/qemu_${ver#*:}.dsc" ]; then
+	dsc=$base/dl/qemu_${ver#*:}.dsc
+	if [ ! -f "$dsc" ]; then
 		rs_log "fetching the source of qemu $ver (for qemu-plugin.h; private apt configuration: $RS_CACHE/apt-src)"
 		if ! (cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
 			source --download-only "qemu=$ver" >/dev/null 2>&1); then
 			rs_private_apt "$RS_CACHE/apt-src" "$src" update >"$base/update.log" 2>&1 ||
 				{ cat "$base/update.log" >&2; rs_die "apt-get update of the deb-src lines failed"; }
-			(cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
-				source --download-only "qemu=$ver" >&2) ||
-				rs_die "cannot download the source of qemu $ver"
+			if ! (cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+				source --download-only "qemu=$ver" >/dev/null 2>&1); then
+				# Gone from the archive (a newer revision replaced it):
+				# Debian does not patch the header, so any revision of
+				# the same upstream release has the same API.
+				rs_log "the source of qemu $ver is gone: taking $codename's newest of ${up}"
+				(cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+					source --download-only qemu >&2) ||
+					rs_die "cannot download the source of qemu from $codename"
+				dsc=$(ls -t "$base/dl/qemu_${up}-"*.dsc 2>/dev/null | head -n1)
+				[ -n "$dsc" ] || rs_die "$codename's qemu source is not upstream ${up} any more"
+			fi
 		fi
 	fi
-	orig=$(sed -n 's/^ [0-9a-f]\{64\} [0-9]* \(qemu_.*\.orig\.tar\.xz\)$/\1/p' \
-		"$base/dl/qemu_${ver#*:}.dsc" | head -n1)
+	orig=$(sed -n 's/^ [0-9a-f]\{64\} [0-9]* \(qemu_.*\.orig\.tar\.xz\)$/\1/p' "$dsc" | head -n1)
 	if [ -z "$orig" ] || [ ! -f "$base/dl/$orig" ]; then
 		rs_die "no orig tarball for qemu $ver in $base/dl"
 	fi

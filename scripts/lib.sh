@@ -197,20 +197,19 @@ rs_build_module() {
 	RS_TEST_MODULES="$out/kmod/ipmodify_hog.ko $out/fi/rseq_slice_fi.ko"
 }
 
-# Upstream's own rseq selftests (slice_test, check_optimized) come from
-# Debian's linux-source-7.2, which only Debian sid has. apt-get runs with a
-# private configuration under the cache: its own sources.list (sid, signed
-# by the host's debian-archive-keyring), lists, cache and an empty dpkg
-# status, so the host's sources and state are never touched. Only the
-# host's apt.conf.d settings (proxies, validity checks) still apply.
-RS_UPSTREAM_PKG=linux-source-7.2
+# A private apt configuration in DIR (under the cache), with SOURCES as its
+# sources.list: its own lists, cache and an empty dpkg status, so the
+# host's sources and state are never touched. Only the host's apt.conf.d
+# settings (proxies, validity checks) still apply.
+#   rs_private_apt DIR SOURCES APT-GET-ARGS...
 RS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-rs_sid_apt() {
-	local d=$RS_CACHE/apt-sid
+rs_private_apt() {
+	local d=$1 sources=$2
+	shift 2
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-	echo "deb [signed-by=$RS_KEYRING] http://deb.debian.org/debian sid main" >"$d/etc/sources.list"
+	printf '%s\n' "$sources" >"$d/etc/sources.list"
 	: >>"$d/status"
 	cat >"$d/apt.conf" <<EOF
 Dir::Etc::sourcelist "$d/etc/sources.list";
@@ -228,6 +227,15 @@ APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
 	APT_CONFIG=$d/apt.conf apt-get -q "$@"
+}
+
+# Upstream's own rseq selftests (slice_test, check_optimized) come from
+# Debian's linux-source-7.2, which only Debian sid has: a private apt
+# configuration for sid (signed by the host's debian-archive-keyring).
+RS_UPSTREAM_PKG=linux-source-7.2
+rs_sid_apt() {
+	rs_private_apt "$RS_CACHE/apt-sid" \
+		"deb [signed-by=$RS_KEYRING] http://deb.debian.org/debian sid main" "$@"
 }
 
 # rs_upstream_src: sets RS_UPSTREAM_SRC, the top of an extracted
@@ -291,4 +299,72 @@ rs_build_selftests() {
 	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" \
 		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" >&2 ||
 		rs_die "selftests did not build"
+}
+
+# rs_qemu_plugin_header: sets RS_QEMU_INC, a folder with the qemu-plugin.h
+# of the installed QEMU. Debian ships QEMU's plugin support but not this
+# header: it comes from the source package of the installed version
+# (apt-get source --download-only, a private apt configuration with the
+# host release's deb-src lines), cached with the download, so a warm
+# machine does no network access.
+rs_qemu_plugin_header() {
+	local ver up base dir lock src codename dsc orig
+	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
+		rs_die "qemu-system-x86 is not installed"
+	# 1:7.2+dfsg-7+deb12u18: the upstream release is 7.2+dfsg.
+	up=${ver#*:}
+	up=${up%-*}
+	base=$RS_CACHE/qemu
+	dir=$base/${ver#*:}
+	RS_QEMU_INC=$dir
+	[ -s "$dir/qemu-plugin.h" ] && return 0
+	mkdir -p "$base/dl"
+	exec {lock}>"$base/.lock"
+	flock "$lock"
+	# shellcheck disable=SC1091 # the host's release file
+	codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+	src="deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian $codename main
+deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian $codename-updates main
+deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian-security $codename-security main"
+	dsc=$base/dl/qemu_${ver#*:}.dsc
+	if [ ! -f "$dsc" ]; then
+		rs_log "fetching the source of qemu $ver (for qemu-plugin.h; private apt configuration: $RS_CACHE/apt-src)"
+		if ! (cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+			source --download-only "qemu=$ver" >/dev/null 2>&1); then
+			rs_private_apt "$RS_CACHE/apt-src" "$src" update >"$base/update.log" 2>&1 ||
+				{ cat "$base/update.log" >&2; rs_die "apt-get update of the deb-src lines failed"; }
+			if ! (cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+				source --download-only "qemu=$ver" >/dev/null 2>&1); then
+				# Gone from the archive (a newer revision replaced it):
+				# Debian does not patch the header, so any revision of
+				# the same upstream release has the same API.
+				rs_log "the source of qemu $ver is gone: taking $codename's newest of ${up}"
+				(cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+					source --download-only qemu >&2) ||
+					rs_die "cannot download the source of qemu from $codename"
+				dsc=$(ls -t "$base/dl/qemu_${up}-"*.dsc 2>/dev/null | head -n1)
+				[ -n "$dsc" ] || rs_die "$codename's qemu source is not upstream ${up} any more"
+			fi
+		fi
+	fi
+	orig=$(sed -n 's/^ [0-9a-f]\{64\} [0-9]* \(qemu_.*\.orig\.tar\.xz\)$/\1/p' "$dsc" | head -n1)
+	if [ -z "$orig" ] || [ ! -f "$base/dl/$orig" ]; then
+		rs_die "no orig tarball for qemu $ver in $base/dl"
+	fi
+	mkdir -p "$dir"
+	tar -xJf "$base/dl/$orig" -O --wildcards '*/include/qemu/qemu-plugin.h' >"$dir/qemu-plugin.h.tmp" ||
+		rs_die "no qemu-plugin.h in $orig"
+	mv "$dir/qemu-plugin.h.tmp" "$dir/qemu-plugin.h"
+	exec {lock}>&-
+}
+
+# rs_build_insn_plugin: builds the instruction counting plugin
+# (scripts/insn-plugin) against the installed QEMU's header; sets
+# RS_INSN_PLUGIN.
+rs_build_insn_plugin() {
+	local out=$RS_CACHE/build/insn-plugin-$RS_TREE
+	rs_qemu_plugin_header
+	make -s -C "$RS_TOP/scripts/insn-plugin" QEMU_INC="$RS_QEMU_INC" OUT="$out" >&2 ||
+		rs_die "the instruction counting plugin did not build"
+	RS_INSN_PLUGIN=$out/insn_count.so
 }

@@ -7,9 +7,13 @@
 # reference kernel (upstream's implementation in-kernel, no module) they
 # are without REQUEST / with upstream's extension.
 #   bench.sh [-q]      -q: the short version (one lock, one length)
+#   bench.sh -i        instruction counts instead (under scripts/vm
+#                      --count-insns): costbench's -I arms only, see insns()
 set -u
 quick=0
 [ "${1:-}" = -q ] && quick=1
+insns=0
+[ "${1:-}" = -i ] && insns=1
 secs=3
 css="1000 5000 20000"
 locks="tas ticket"
@@ -81,6 +85,56 @@ lock_arms() {
 		done
 	done
 }
+
+# Instruction counts, one region per operation (costbench -I), named
+# OP/ARM/rREP; repetitions interleaved as for the timed arms. Arms: the
+# module unloaded, loaded with nobody enabled (idle), loaded with the
+# busy thread enabled (busy), and busy again with every other module in
+# /work (ALT.ko: e.g. an older build of the module) in its place. Then
+# the mechanism: preempt (no REQUEST), yield and expiry.
+insns() {
+	# Same addresses in every run: page-table shapes (fork) do not vary.
+	echo 0 >/proc/sys/kernel/randomize_va_space
+	./costbench selfcheck -I check || echo "# costbench selfcheck failed"
+	r=1
+	while [ $r -le 3 ]; do
+		if [ $upstream = 0 ]; then
+			for b in syscall pipe fork switch; do
+				case $b in
+				syscall) i=2000 ;; fork) i=100 ;; *) i=1000 ;;
+				esac
+				unload
+				./costbench $b -i $i -I unloaded/r$r
+				load
+				./costbench $b -i $i -I idle/r$r
+				./costbench $b -i $i -e -I busy/r$r
+				for alt in ./*.ko; do
+					[ -f "$alt" ] || continue
+					a=${alt##*/}
+					unload
+					insmod "$alt" || { echo "# insmod $alt failed"; continue; }
+					./costbench $b -i $i -e -I "busy-${a%.ko}/r$r"
+					rmmod "${a%.ko}" 2>/dev/null || rmmod rseq_slice
+				done
+				load
+			done
+		fi
+		# Upstream's kernel: what a system call costs there, for scale.
+		[ $upstream = 1 ] && ./costbench syscall -i 2000 -I none/r$r
+		for b in preempt yield expiry; do
+			./costbench $b -m $abi -i 500 -I $abi/r$r || echo "# costbench $b failed"
+		done
+		r=$((r + 1))
+	done
+}
+
+abi=module
+[ $upstream = 1 ] && abi=upstream
+if [ $insns = 1 ]; then
+	[ $upstream = 1 ] && echo 30000 >/sys/kernel/debug/rseq/slice_ext_nsec
+	insns
+	exit 0
+fi
 
 if [ $upstream = 1 ]; then
 	# Same grant length as the module's default, so the arms compare.

@@ -2,10 +2,12 @@
 /*
  * costbench: what the mechanism costs, one JSON object per run.
  *
- *   costbench syscall|pipe|fork [-i ITER] [-e]
+ *   costbench syscall|pipe|fork|switch [-i ITER] [-e] [-I NAME]
  *	Cost for everyone else: a getppid() loop, a one-byte pipe ping-pong
- *	between two threads, a fork/exit/wait loop, on CPU 0; ns per
- *	operation. Meanwhile a thread spins on the last CPU in every arm (so
+ *	between two threads, a fork/exit/wait loop, a sched_yield()
+ *	ping-pong between two SCHED_FIFO threads (two context switches), on
+ *	CPU 0; ns per operation. With -I the pipe's threads are SCHED_FIFO
+ *	too (see fifo_on()). Meanwhile a thread spins on the last CPU in every arm (so
  *	that arms differ only in the module: under single-threaded emulation
  *	a busy vCPU slows the others); with -e that thread is enabled through
  *	/dev/rseq_slice and requests in a loop, so the module's hooks are
@@ -15,6 +17,20 @@
  *	the yield of a live grant (from the call to the return, including the
  *	context switch); "expiry" times how long a grant that is never
  *	yielded keeps the CPU.
+ *   costbench yield|expiry|preempt -m module|upstream -I NAME [-i ITER]
+ *	The same in instructions (scripts/vm --count-insns): the noise
+ *	thread only sleeps 50 us and counts its wake-ups, and each sample is
+ *	a region "OP/NAME" on the last CPU from the REQUEST to the moment the
+ *	noise thread has run: "preempt" the same without REQUEST (the plain
+ *	preemption the other two are compared with). The kernel part of a
+ *	sample is deterministic; the user part holds a spin of any length.
+ *   costbench selfcheck -I NAME
+ *	Regions of known length for the plugin to count: "empty/NAME" (0
+ *	instructions) and "nop100/NAME" (100).
+ *
+ * -I NAME: mark every operation as one instruction-count region named
+ * OP/NAME (selftests/bench/insn_marker.h); the measuring threads are
+ * pinned, as the plugin counts per vCPU.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -30,7 +46,32 @@
 
 #include <rseq_slice.h>
 
+#include "insn_marker.h"
+
 static volatile int stop;
+static int counting;
+
+static void mark_start(void)
+{
+	if (counting)
+		insn_region_start();
+}
+
+static void mark_stop(void)
+{
+	if (counting)
+		insn_region_stop();
+}
+
+static void mark_name(const char *op, const char *name)
+{
+	char buf[INSN_MARK_NAME_MAX + 1];
+
+	if (!counting)
+		return;
+	snprintf(buf, sizeof(buf), "%s/%s", op, name);
+	insn_region_name(buf);
+}
 
 static uint64_t mono_ns(void)
 {
@@ -54,11 +95,21 @@ static int last_cpu(void)
 	return (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
 }
 
-/* A thread elsewhere, requesting and yielding in a loop (-e: enabled). */
+static int busy_ready;
+
+/*
+ * A thread elsewhere, requesting and yielding in a loop (-e: enabled).
+ * The measurement starts once it has enabled: the module's hooks are
+ * patched in by then.
+ */
 static void *busy_fn(void *arg)
 {
+	int ret;
+
 	pin(last_cpu());
-	if (rseq_slice_init(arg ? RSEQ_SLICE_BACKEND_MODULE : RSEQ_SLICE_BACKEND_NONE) < 0)
+	ret = rseq_slice_init(arg ? RSEQ_SLICE_BACKEND_MODULE : RSEQ_SLICE_BACKEND_NONE);
+	__atomic_store_n(&busy_ready, ret < 0 ? -1 : 1, __ATOMIC_RELEASE);
+	if (ret < 0)
 		return (void *)1L;
 	while (!stop) {
 		rseq_slice_cs_begin();
@@ -82,6 +133,46 @@ static void *pong_fn(void *arg)
 	return NULL;
 }
 
+static int partner_stop;
+static long partner_runs;
+
+/* Counters two threads share: plain loads and stores the compiler keeps. */
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/*
+ * SCHED_FIFO at priority 1 for the calling thread and the threads it
+ * creates next (they inherit it), where allowed: between two such
+ * threads a wake-up never preempts and a sched_yield() always switches,
+ * so every round trip takes one path. Under CFS the path depends on the
+ * threads' vruntimes (preempted at the writer's return to user space or
+ * not, a yield that switches or not), which drift in phases. True if set.
+ */
+static int fifo_on(void)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	return !sched_setscheduler(0, SCHED_FIFO, &sp);
+}
+
+static void fifo_off(void)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+}
+
+/* The other side of "switch": on the same CPU, yield back at once. */
+static void *partner_fn(void *arg)
+{
+	(void)arg;
+	while (!LOAD(partner_stop)) {
+		STORE(partner_runs, LOAD(partner_runs) + 1);
+		sched_yield();
+	}
+	return NULL;
+}
+
 static double run_everyone(const char *what, long iters)
 {
 	uint64_t t0;
@@ -89,9 +180,40 @@ static double run_everyone(const char *what, long iters)
 
 	if (!strcmp(what, "syscall")) {
 		t0 = mono_ns();
-		for (i = 0; i < iters; i++)
+		for (i = 0; i < iters; i++) {
+			mark_start();
 			syscall(SYS_getppid);
+			mark_stop();
+		}
+	} else if (!strcmp(what, "switch")) {
+		int fifo = fifo_on();
+		pthread_t th;
+		long runs;
+
+		if (pthread_create(&th, NULL, partner_fn, NULL))
+			return -1;
+		while (!LOAD(partner_runs))
+			sched_yield();
+		runs = LOAD(partner_runs);
+		t0 = mono_ns();
+		for (i = 0; i < iters; i++) {
+			mark_start();
+			sched_yield();
+			mark_stop();
+		}
+		runs = LOAD(partner_runs) - runs;
+		STORE(partner_stop, 1);
+		pthread_join(th, NULL);
+		if (fifo)
+			fifo_off();
+		/* Each yield must have run the partner: two switches. */
+		if (runs < iters * 9 / 10) {
+			fprintf(stderr, "costbench: switch: partner ran %ld times in %ld\n",
+				runs, iters);
+			return -1;
+		}
 	} else if (!strcmp(what, "pipe")) {
+		int fifo = counting && fifo_on();
 		pthread_t th;
 		char c = 1;
 
@@ -99,21 +221,29 @@ static double run_everyone(const char *what, long iters)
 			return -1;
 		pthread_create(&th, NULL, pong_fn, NULL);
 		t0 = mono_ns();
-		for (i = 0; i < iters; i++)
+		for (i = 0; i < iters; i++) {
+			mark_start();
 			if (write(pp[0][1], &c, 1) != 1 || read(pp[1][0], &c, 1) != 1)
 				return -1;
+			mark_stop();
+		}
 		c = 0;
 		if (write(pp[0][1], &c, 1) != 1)
 			return -1;
 		pthread_join(th, NULL);
+		if (fifo)
+			fifo_off();
 	} else if (!strcmp(what, "fork")) {
 		t0 = mono_ns();
 		for (i = 0; i < iters; i++) {
-			pid_t pid = fork();
+			pid_t pid;
 
+			mark_start();
+			pid = fork();
 			if (!pid)
 				_exit(0);
 			waitpid(pid, NULL, 0);
+			mark_stop();
 		}
 	} else {
 		return -1;
@@ -210,25 +340,130 @@ static int run_mechanism(const char *what, enum rseq_slice_backend mode, long it
 	return n ? 0 : 1;
 }
 
+static long noise_wakes;
+
+/* Instruction counts: the noise thread sleeps and counts, nothing else. */
+static void *sleeper_fn(void *arg)
+{
+	struct timespec ts = { 0, 50000 };
+
+	pin(*(int *)arg);
+	while (!stop) {
+		nanosleep(&ts, NULL);
+		STORE(noise_wakes, LOAD(noise_wakes) + 1);
+	}
+	return NULL;
+}
+
+/*
+ * One region per sample, from before the REQUEST to the moment the noise
+ * thread has run once: "yield" yields the grant, "expiry" spins until the
+ * grant runs out, "preempt" never requests. A sample in which the noise
+ * thread ran before the grant (a denial), or none came, is cancelled.
+ */
+static int count_mechanism(const char *what, enum rseq_slice_backend mode, long iters,
+			   const char *name)
+{
+	int cpu = last_cpu(), ret;
+	long n = 0, misses = 0;
+	pthread_t th;
+
+	if (pin(cpu))
+		return 1;
+	ret = rseq_slice_init(mode);
+	if (ret < 0) {
+		fprintf(stderr, "costbench: enable: %s\n", strerror(-ret));
+		return 1;
+	}
+	pthread_create(&th, NULL, sleeper_fn, &cpu);
+	mark_name(what, name);
+	while (n < iters && misses < 1000) {
+		long seen = LOAD(noise_wakes);
+
+		mark_start();
+		if (!strcmp(what, "preempt")) {
+			while (LOAD(noise_wakes) == seen)
+				;
+			mark_stop();
+			n++;
+			continue;
+		}
+		if (!wait_grant() || LOAD(noise_wakes) != seen) {
+			insn_region_cancel();
+			rseq_slice_cs_end();
+			misses++;
+			continue;
+		}
+		if (!strcmp(what, "yield")) {
+			if (rseq_slice_cs_end() != RSEQ_SLICE_END_YIELDED ||
+			    LOAD(noise_wakes) == seen) {
+				insn_region_cancel();
+				misses++;
+				continue;
+			}
+			mark_stop();
+		} else {
+			while (LOAD(noise_wakes) == seen)
+				;
+			mark_stop();
+			rseq_slice_cs_end();
+		}
+		n++;
+	}
+	stop = 1;
+	pthread_join(th, NULL);
+	rseq_slice_fini();
+	printf("{\"bench\":\"%s\",\"abi\":\"%s\",\"insns\":\"%s\",\"n\":%ld,\"misses\":%ld}\n",
+	       what, mode == RSEQ_SLICE_BACKEND_MODULE ? "module" : "upstream", name, n, misses);
+	return n ? 0 : 1;
+}
+
+/* Regions whose count is known: the plugin must see exactly that. */
+static int run_selfcheck(const char *name)
+{
+	int i;
+
+	pin(0);
+	mark_name("empty", name);
+	for (i = 0; i < 100; i++) {
+		insn_region_start();
+		insn_region_stop();
+	}
+	mark_name("nop100", name);
+	for (i = 0; i < 100; i++) {
+		insn_region_start();
+		__asm__ __volatile__(".rept 100\n\tnop\n\t.endr" : : : "memory");
+		insn_region_stop();
+	}
+	printf("{\"bench\":\"selfcheck\",\"insns\":\"%s\"}\n", name);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	enum rseq_slice_backend mode = RSEQ_SLICE_BACKEND_MODULE;
 	long iters = 0;
 	int enabled = 0, opt;
-	const char *what;
+	const char *what, *name = NULL;
 	pthread_t bth;
 	double ns;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: costbench syscall|pipe|fork|yield|expiry [-i ITER] [-e] [-m module|upstream]\n");
+		fprintf(stderr, "usage: costbench %s %s\n",
+			"syscall|pipe|fork|switch|yield|expiry|preempt|selfcheck",
+			"[-i ITER] [-e] [-m module|upstream] [-I NAME]");
 		return 2;
 	}
 	what = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "i:em:")) != -1) {
+	while ((opt = getopt(argc, argv, "i:em:I:")) != -1) {
 		switch (opt) {
 		case 'i': iters = atol(optarg); break;
 		case 'e': enabled = 1; break;
+		case 'I':
+			name = optarg;
+			counting = 1;
+			break;
 		case 'm':
 			if (rseq_slice_backend_parse(optarg, &mode) || mode == RSEQ_SLICE_BACKEND_AUTO)
 				return 2;
@@ -236,15 +471,25 @@ int main(int argc, char **argv)
 		default: return 2;
 		}
 	}
+	if (!strcmp(what, "selfcheck"))
+		return name ? run_selfcheck(name) : 2;
 	rseq_slice_tsc_calibrate(200000000);
+	if (name && (!strcmp(what, "yield") || !strcmp(what, "expiry") ||
+		     !strcmp(what, "preempt")))
+		return count_mechanism(what, mode, iters ? iters : 1000, name);
 	if (!strcmp(what, "yield") || !strcmp(what, "expiry"))
 		return run_mechanism(what, mode, iters ? iters : 2000);
 
 	if (pthread_create(&bth, NULL, busy_fn, enabled ? (void *)1L : NULL))
 		return 1;
+	while (!__atomic_load_n(&busy_ready, __ATOMIC_ACQUIRE))
+		sched_yield();
 	pin(0);
 	if (!iters)
-		iters = !strcmp(what, "fork") ? 300 : !strcmp(what, "pipe") ? 5000 : 50000;
+		iters = !strcmp(what, "fork") ? 300 : !strcmp(what, "pipe") ? 5000 :
+			!strcmp(what, "switch") ? 5000 : 50000;
+	if (name)
+		mark_name(what, name);
 	ns = run_everyone(what, iters);
 	{
 		void *r;
@@ -258,7 +503,10 @@ int main(int argc, char **argv)
 	}
 	if (ns < 0)
 		return 1;
-	printf("{\"bench\":\"%s\",\"enabled\":%d,\"iters\":%ld,\"ns_per_op\":%.1f}\n",
+	printf("{\"bench\":\"%s\",\"enabled\":%d,\"iters\":%ld,\"ns_per_op\":%.1f",
 	       what, enabled, iters, ns);
+	if (name)
+		printf(",\"insns\":\"%s\"", name);
+	printf("}\n");
 	return 0;
 }

@@ -342,7 +342,7 @@ deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian-security $codename-
 				(cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
 					source --download-only qemu >&2) ||
 					rs_die "cannot download the source of qemu from $codename"
-				dsc=$(ls -t "$base/dl/qemu_${up}-"*.dsc 2>/dev/null | head -n1)
+				dsc=$({ ls -t "$base/dl/qemu_${up}-"*.dsc 2>/dev/null || true; } | head -n1)
 				[ -n "$dsc" ] || rs_die "$codename's qemu source is not upstream ${up} any more"
 			fi
 		fi

@@ -12,7 +12,7 @@ set -u
 if [ "${1:-}" != -f ]; then
 	export RSEQ_SLICE_TEST_SECS=${RSEQ_SLICE_TEST_SECS:-2}
 	export RSEQ_SLICE_OVERRUN_GRANTS=${RSEQ_SLICE_OVERRUN_GRANTS:-20000}
-	export RSEQ_SLICE_CHURN_CYCLES=${RSEQ_SLICE_CHURN_CYCLES:-12}
+	export RSEQ_SLICE_CHURN_CYCLES=${RSEQ_SLICE_CHURN_CYCLES:-6}
 fi
 echo "# kernel: $(uname -r) ($(cat /sys/kernel/debug/sched/preempt 2>/dev/null))"
 echo "# cmdline: $(cat /proc/cmdline)"

@@ -63,7 +63,13 @@ enum rsp_kind {
 void rsp_enter(enum rsp_kind kind);
 void rsp_leave(int delta);
 
-/* RSEQ_SLICE_PRELOAD=0: every wrapper only calls the real function. */
+/*
+ * Read the environment (section.c): rsp_resolve() calls it first, so that
+ * a lock taken in another library's constructor, before this one's, sees
+ * it. RSEQ_SLICE_PRELOAD=0 sets rsp_off: every wrapper only calls the
+ * real function.
+ */
+void rsp_configure(void);
 extern int rsp_off;
 
 #endif /* RSEQ_SLICE_PRELOAD_H */

@@ -34,6 +34,7 @@ int rsp_resolve(void)
 		return 1;
 	}
 	resolving = 1;
+	rsp_configure();
 	RESOLVE(mutex_lock, "pthread_mutex_lock");
 	RESOLVE(mutex_trylock, "pthread_mutex_trylock");
 	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");

@@ -27,6 +27,7 @@
 #include "preload.h"
 #include "rseq_slice.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,7 +178,7 @@ static void child(void)
 	memset(stats, 0, sizeof(stats));
 }
 
-static void parse_env(void)
+void rsp_configure(void)
 {
 	const char *v = getenv("RSEQ_SLICE_PRELOAD_STATS");
 	enum rseq_slice_backend b;
@@ -196,19 +197,28 @@ static void parse_env(void)
 	}
 }
 
+/*
+ * The summary goes to a copy of stderr made now: programs may close
+ * stderr in an atexit() handler (coreutils do), which runs before this
+ * library's destructor.
+ */
+static int stats_fd = -1;
+
 __attribute__((constructor)) static void rsp_init(void)
 {
-	parse_env();
 	rsp_resolve();
-	if (!rsp_off)
-		pthread_atfork(NULL, NULL, child);
+	if (rsp_off)
+		return;
+	pthread_atfork(NULL, NULL, child);
+	if (stats_on)
+		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 }
 
 __attribute__((destructor)) static void rsp_exit(void)
 {
-	if (!stats_on || rsp_off)
+	if (!stats_on || rsp_off || stats_fd < 0)
 		return;
-	fprintf(stderr, "rseq_slice_preload: pid=%d backend=%s threads=%lu sections=%lu "
+	dprintf(stats_fd, "rseq_slice_preload: pid=%d backend=%s threads=%lu sections=%lu "
 		"grants=%lu yields=%lu interrupted=%lu\n", (int)getpid(), backend_seen, stats[S_THREADS], stats[S_SECTIONS], stats[S_GRANTS],
 		stats[S_YIELDS], stats[S_INTERRUPTED]);
 }

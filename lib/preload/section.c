@@ -121,27 +121,26 @@ void rsp_enter(enum rsp_kind kind)
 void rsp_leave(int delta)
 {
 	struct rsp_thread *t = &thr;
+	int cleared = t->cleared;
 
 	if (t->yield_after) {
 		t->yield_after = 0;
 		if (rseq_slice_cs_granted())
 			yield();
 	}
+	t->cleared = 0;
 	if (delta < 0 && t->depth) {
 		t->depth--;	/* an unlock of a lock not counted here is ignored */
 	} else if (delta > 0 && t->depth++ == 0) {
 		begin();
 		return;
 	}
-	if (!t->cleared)
-		return;
-	t->cleared = 0;
 	if (!t->depth)
 		return;
-	if (t->restart)
+	if (cleared && t->restart)
 		begin();	/* the wait is over, or the unlock failed */
-	else
-		rseq_slice_cs_request();
+	else if (cleared || (!rseq_slice_cs_pending() && !rseq_slice_cs_granted()))
+		rseq_slice_cs_request();	/* cleared here, or by the kernel: the call slept */
 }
 
 /* For the tests: the calling thread's depth (UINT_MAX: switched off). */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The LD_PRELOAD interposer (lib/preload/, librseq_slice_preload.so):
- * a program that makes every wrapped call, error cases included, must
+ * a program that makes every wrapped call, error cases included (every
+ * mutex kind: error-checking, recursive, robust, priority inheritance), must
  * behave exactly the same with and without it. Dynamically linked (an
  * interposer needs the dynamic loader); the interposer is looked for next
  * to this binary, or at $RSEQ_SLICE_PRELOAD_SO.
@@ -108,7 +109,7 @@ static struct timespec after_ms(clockid_t clock, long ms)
 	return ts;
 }
 
-static void mutex_init(pthread_mutex_t *m, int type, int robust)
+static void mutex_init_pi(pthread_mutex_t *m, int type, int robust, int pi)
 {
 	pthread_mutexattr_t a;
 
@@ -116,8 +117,15 @@ static void mutex_init(pthread_mutex_t *m, int type, int robust)
 	pthread_mutexattr_settype(&a, type);
 	if (robust)
 		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (pi)
+		pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
 	pthread_mutex_init(m, &a);
 	pthread_mutexattr_destroy(&a);
+}
+
+static void mutex_init(pthread_mutex_t *m, int type, int robust)
+{
+	mutex_init_pi(m, type, robust, 0);
 }
 
 static void *lock_and_exit(void *m)
@@ -182,6 +190,30 @@ static void t_recursive(void)
 	say("recursive unlock", pthread_mutex_unlock(&m), 1);
 	say("recursive unlock", pthread_mutex_unlock(&m), 0);
 	say("recursive unlock again", pthread_mutex_unlock(&m), 0);
+}
+
+/* Priority inheritance (the kernel's futex PI calls) and glibc's adaptive kind. */
+static void t_pi_adaptive(void)
+{
+	pthread_mutex_t m;
+	struct timespec ts = past(CLOCK_REALTIME);
+
+	mutex_init_pi(&m, PTHREAD_MUTEX_ERRORCHECK, 0, 1);
+	say("pi lock", pthread_mutex_lock(&m), 1);
+	say("pi relock", pthread_mutex_lock(&m), 1);
+	say("pi trylock held", pthread_mutex_trylock(&m), 1);
+	say("pi unlock", pthread_mutex_unlock(&m), 0);
+	say("pi timedlock, past", pthread_mutex_timedlock(&m, &ts), 1);
+	say("pi unlock", pthread_mutex_unlock(&m), 0);
+	mutex_init_pi(&m, PTHREAD_MUTEX_NORMAL, 1, 1);
+	run_thread(lock_and_exit, &m);
+	say("robust pi lock, owner died", pthread_mutex_lock(&m), 1);
+	say("robust pi consistent", pthread_mutex_consistent(&m), 1);
+	say("robust pi unlock", pthread_mutex_unlock(&m), 0);
+	mutex_init(&m, PTHREAD_MUTEX_ADAPTIVE_NP, 0);
+	say("adaptive lock", pthread_mutex_lock(&m), 1);
+	say("adaptive trylock held", pthread_mutex_trylock(&m), 1);
+	say("adaptive unlock", pthread_mutex_unlock(&m), 0);
 }
 
 static void t_robust(void)
@@ -424,6 +456,7 @@ static int transcript(void)
 	t_errorcheck();
 	t_recursive();
 	t_robust();
+	t_pi_adaptive();
 	t_contended();
 	t_spin();
 	t_rwlock();

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Out-of-tree build of rseq_slice.ko: `make` builds against the running
 # kernel, `make KDIR=/path/to/headers` against another one; and the
-# user-space library, librseq-slice (lib/, `make lib` alone).
+# user-space library, librseq-slice, with its LD_PRELOAD lock interposer
+# (lib/, `make lib` alone).
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
 all: lib module

@@ -278,13 +278,20 @@ const char *rseq_slice_backend_describe(void);
  */
 int rseq_slice_backend_parse(const char *name, enum rseq_slice_backend *b);
 
-/* Start a critical section; nestable, only the outermost touches the word. */
-static inline void rseq_slice_cs_begin(void)
+/*
+ * The word operations under rseq_slice_cs_begin()/rseq_slice_cs_end(),
+ * without the depth, for callers that keep their own nesting or must run
+ * code between clearing REQUEST and yielding (an interposer whose unlock
+ * may enter the kernel): rseq_slice_cs_request() sets REQUEST,
+ * rseq_slice_cs_clear() clears it and says what happened meanwhile,
+ * rseq_slice_cs_yield() ends a grant. No-ops on "none".
+ */
+#define RSEQ_SLICE_END_GRANTED		4	/* rseq_slice_cs_clear() only: yield next */
+
+static inline void rseq_slice_cs_request(void)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
 
-	if (t->depth++ != 0)
-		return;
 	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL) {
 		__atomic_store_n(&t->kctrl->request, 1, __ATOMIC_RELAXED);
 		rseq_slice_barrier();
@@ -293,28 +300,69 @@ static inline void rseq_slice_cs_begin(void)
 	}
 }
 
-static inline int rseq_slice_kernel_end(struct rseq_slice_merged_ctrl *c)
+/*
+ * Clear REQUEST: RSEQ_SLICE_END_SUCCESS (it was still set),
+ * RSEQ_SLICE_END_SCHEDULED (interrupted without a grant) or
+ * RSEQ_SLICE_END_GRANTED (a grant is running: rseq_slice_cs_yield()
+ * before the next system call; on the merged ABI a system call ends it
+ * too). Once REQUEST is clear no new grant can come.
+ */
+static inline int rseq_slice_cs_clear(void)
 {
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+	struct rseq_slice_merged_ctrl *c = t->kctrl;
 	uint8_t was_set;
+
+	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL) {
+		rseq_slice_barrier();
+		/* A grant in between clears request and sets granted: seen below. */
+		was_set = __atomic_load_n(&c->request, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->request, 0, __ATOMIC_RELAXED);
+		rseq_slice_barrier();
+		if (__atomic_load_n(&c->granted, __ATOMIC_RELAXED))
+			return RSEQ_SLICE_END_GRANTED;
+		return was_set ? RSEQ_SLICE_END_SUCCESS : RSEQ_SLICE_END_SCHEDULED;
+	}
+	if (t->backend == RSEQ_SLICE_BACKEND_MODULE) {
+		if (rseq_slice_word_test_clear(&t->mod.ctrl))
+			return RSEQ_SLICE_END_SUCCESS;
+		/* A racy read is fine: only the kernel changes GRANTED, from this CPU. */
+		if (rseq_slice_word_load(&t->mod.ctrl) & RSEQ_SLICE_EXT_GRANTED)
+			return RSEQ_SLICE_END_GRANTED;
+		return RSEQ_SLICE_END_SCHEDULED;
+	}
+	return RSEQ_SLICE_END_SUCCESS;
+}
+
+/* End a grant: RSEQ_SLICE_END_YIELDED, _RACED (revoked first) or -errno. */
+static inline int rseq_slice_cs_yield(void)
+{
+	struct rseq_slice_tls *t = &rseq_slice_tls;
 	long ret;
 
-	rseq_slice_barrier();
-	/* A grant in between clears request and sets granted: seen below. */
-	was_set = __atomic_load_n(&c->request, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->request, 0, __ATOMIC_RELAXED);
-	rseq_slice_barrier();
-	if (!__atomic_load_n(&c->granted, __ATOMIC_RELAXED))
-		return was_set ? RSEQ_SLICE_END_SUCCESS : RSEQ_SLICE_END_SCHEDULED;
+	if (t->backend == RSEQ_SLICE_BACKEND_MODULE) {
+		ret = rseq_slice_yield_fd(t->mod.fd);
+	} else if (t->backend == RSEQ_SLICE_BACKEND_KERNEL) {
 #ifdef __x86_64__
-	__asm__ __volatile__("syscall" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
-			     : "rcx", "r11", "memory");
+		__asm__ __volatile__("syscall" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
+				     : "rcx", "r11", "memory");
 #else
-	__asm__ __volatile__("int $0x80" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
-			     : "memory");
+		__asm__ __volatile__("int $0x80" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
+				     : "memory");
 #endif
+	} else {
+		return RSEQ_SLICE_END_RACED;
+	}
 	if (ret < 0)
 		return (int)ret;
 	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
+}
+
+/* Start a critical section; nestable, only the outermost touches the word. */
+static inline void rseq_slice_cs_begin(void)
+{
+	if (rseq_slice_tls.depth++ == 0)
+		rseq_slice_cs_request();
 }
 
 /*
@@ -325,16 +373,14 @@ static inline int rseq_slice_kernel_end(struct rseq_slice_merged_ctrl *c)
 static inline int rseq_slice_cs_end(void)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
+	int ret;
 
 	if (t->depth == 0)
 		return -EINVAL;
 	if (--t->depth != 0)
 		return RSEQ_SLICE_END_SUCCESS;
-	if (t->backend == RSEQ_SLICE_BACKEND_KERNEL)
-		return rseq_slice_kernel_end(t->kctrl);
-	if (t->backend == RSEQ_SLICE_BACKEND_MODULE)
-		return rseq_slice_word_end(&t->mod.ctrl, t->mod.fd);
-	return RSEQ_SLICE_END_SUCCESS;
+	ret = rseq_slice_cs_clear();
+	return ret == RSEQ_SLICE_END_GRANTED ? rseq_slice_cs_yield() : ret;
 }
 
 /* Is a grant running right now (GRANTED in the word)? */

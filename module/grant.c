@@ -70,15 +70,19 @@ static enum hrtimer_restart rseq_slice_inject_end_fn(struct hrtimer *timer)
 
 static void rseq_slice_inject_end_init(struct rseq_slice_cpu *c)
 {
-	hrtimer_init(&c->inject_end, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+	hrtimer_init(&c->inject_end, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
 	c->inject_end.function = rseq_slice_inject_end_fn;
 }
 
 static void rseq_slice_inject_end_arm(struct rseq_slice_cpu *c)
 {
+	/*
+	 * Absolute, as the grant's own timer: without high resolution timers
+	 * a relative one gets a tick added and would fire after it.
+	 */
 	if (rseq_slice_inject_take(RSEQ_SLICE_INJECT_END_IPI))
-		hrtimer_start(&c->inject_end, ns_to_ktime(NSEC_PER_USEC),
-			      HRTIMER_MODE_REL_PINNED_HARD);
+		hrtimer_start(&c->inject_end, ns_to_ktime(c->start + NSEC_PER_USEC),
+			      HRTIMER_MODE_ABS_PINNED_HARD);
 }
 
 static void rseq_slice_inject_end_cancel(struct rseq_slice_cpu *c)

@@ -185,8 +185,9 @@ rs_debian_meta() {
 # make and linux-headers-KVER), for kernels built by a compiler this host
 # does not have. Sets RS_CHROOT and RS_KDIR (the kbuild tree, a path inside
 # the chroot). Made once and shared by every clone; later kernel versions
-# only add their headers. No mounts: the module's sources are copied in
-# (rs_build_module), so nothing of the host is reachable from it.
+# only add their headers. No bind mounts: the module's sources are copied in
+# (rs_build_module), so nothing of the host is reachable from it; its /proc
+# is mounted only in a private namespace for each command (rs_in_chroot).
 rs_chroot() {
 	local suite=$1 kver=$2 cc=$3 root=$RS_CACHE/chroot-$1 lock t tmp
 	exec {lock}>"$RS_CACHE/chroot-$suite.lock"
@@ -239,22 +240,26 @@ rs_chroot() {
 	RS_KDIR=/usr/src/linux-headers-$kver
 }
 
-# rs_in_chroot ROOT CMD...: CMD inside ROOT with a clean environment.
+# rs_in_chroot ROOT CMD...: CMD inside ROOT with a clean environment and
+# its own /proc (objtool reads /proc/self/limits), mounted in a mount
+# namespace of its own: it goes away with CMD, even if CMD is killed, and
+# the host's mounts never change.
 rs_in_chroot() {
 	local root=$1
 	shift
-	DEBIAN_FRONTEND=noninteractive chroot "$root" /usr/bin/env -i \
+	unshare --mount --pid --fork --mount-proc="$root/proc" chroot "$root" /usr/bin/env -i \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
 }
 
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
-# for the module, empty if there is none), RS_CHROOT (the build chroot
-# RS_KDIR is in, or empty for the host) and RS_EXTRA (a folder of modules
-# to load first, or empty).
+# for the module, empty if there is none), RS_CHROOT_SUITE (the suite whose
+# build chroot RS_KDIR is in, or empty for the host's) and RS_EXTRA (a
+# folder of modules to load first, or empty).
 rs_kernel() {
 	RS_EXTRA=
 	RS_CHROOT=
+	RS_CHROOT_SUITE=
 	mkdir -p "$RS_CACHE"
 	case "$1" in
 	6.1)
@@ -264,10 +269,11 @@ rs_kernel() {
 	trixie|sid)
 		# Built by compilers this host lacks (gcc-14, gcc-16): their
 		# headers and the module's build live in a chroot of the suite.
+		# The chroot is made when the module is built (rs_build_module):
+		# a guest without the module does not need it.
 		rs_debian_meta linux-image-amd64 "$1" "$1"
-		local cc=gcc-14
-		[ "$1" = sid ] && cc=gcc-16
-		rs_chroot "$1" "$RS_KVER" "$cc"
+		RS_CHROOT_SUITE=$1
+		RS_KDIR=/usr/src/linux-headers-$RS_KVER
 		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 		return 0 ;;
@@ -296,10 +302,15 @@ rs_kernel() {
 # Build rseq_slice.ko against RS_KDIR, and the test module the selftests
 # load (selftests/kmod); sets RS_MODULE and RS_TEST_MODULES. The sources
 # are mirrored with their times, so kbuild rebuilds only what changed.
-# With RS_CHROOT, the build runs in that chroot (its compiler and headers)
-# in its /rs-build/VERSION/TREE, the same layout as the host's.
+# For RS_CHROOT_SUITE's kernels (trixie: gcc-14, sid: gcc-16) the build
+# runs in that suite's chroot (rs_chroot, made or completed first), in its
+# /rs-build/VERSION/TREE, the same layout as the host's.
 rs_build_module() {
-	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock
+	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14
+	if [ -n "${RS_CHROOT_SUITE:-}" ]; then
+		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16
+		rs_chroot "$RS_CHROOT_SUITE" "$RS_KVER" "$cc"
+	fi
 	[ -n "${RS_CHROOT:-}" ] && out=$RS_CHROOT/rs-build/$RS_KVER/$RS_TREE
 	in=${out#"${RS_CHROOT:-}"}
 	mkdir -p "$out"

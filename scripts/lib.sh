@@ -13,8 +13,13 @@
 #                             that two clones never build into one folder
 #   build/selftests-TREE/     static test binaries (kernel independent)
 #   ksft/                     kselftest_harness.h from linux-source-6.1
-#   apt-sid/                  a private apt configuration for Debian sid
-#                             (its lists and cache; the host's stay alone)
+#   apt-sid/, apt-trixie/     private apt configurations for Debian sid
+#                             and trixie (their lists and caches; the
+#                             host's stay alone)
+#   chroot-trixie/, chroot-sid/
+#                             build chroots for those suites' kernels
+#                             (rs_chroot); the module builds in their
+#                             rs-build/VERSION/TREE/
 #   upstream/                 linux-source-7.2's .deb from sid, and the part
 #                             of its source upstream's rseq selftests need
 #   debug-6.1/                the debug kernel (scripts/build-debug-kernel)

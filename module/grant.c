@@ -28,6 +28,7 @@
 #include <linux/thread_info.h>
 
 #include <linux/rseq_slice.h>
+#include "compat.h"
 #include "rseq_slice.h"
 
 #define CREATE_TRACE_POINTS
@@ -70,8 +71,8 @@ static enum hrtimer_restart rseq_slice_inject_end_fn(struct hrtimer *timer)
 
 static void rseq_slice_inject_end_init(struct rseq_slice_cpu *c)
 {
-	hrtimer_init(&c->inject_end, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
-	c->inject_end.function = rseq_slice_inject_end_fn;
+	rseq_slice_hrtimer_setup(&c->inject_end, rseq_slice_inject_end_fn, CLOCK_MONOTONIC,
+				 HRTIMER_MODE_ABS_PINNED_HARD);
 }
 
 static void rseq_slice_inject_end_arm(struct rseq_slice_cpu *c)
@@ -146,8 +147,8 @@ void rseq_slice_grant_init(void)
 	for_each_possible_cpu(cpu) {
 		struct rseq_slice_cpu *c = per_cpu_ptr(&rseq_slice_cpus, cpu);
 
-		hrtimer_init(&c->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_HARD);
-		c->timer.function = rseq_slice_timer_fn;
+		rseq_slice_hrtimer_setup(&c->timer, rseq_slice_timer_fn, CLOCK_MONOTONIC,
+					 HRTIMER_MODE_ABS_PINNED_HARD);
 		rseq_slice_inject_end_init(c);
 	}
 }

@@ -70,7 +70,7 @@ static int rseq_slice_prctl_set(unsigned long arg3)
 		return -EINVAL;
 	if (!READ_ONCE(rseq_slice_enabled))
 		return -RSEQ_SLICE_ERR_NOTSUPP;
-	if (!current->rseq)
+	if (!rseq_slice_task_rseq(current))
 		return -ENXIO;
 	/* Setting the current state again is a successful no-op. */
 	if (enable == rseq_slice_prctl_enabled())
@@ -84,8 +84,8 @@ static int rseq_slice_prctl_set(unsigned long arg3)
 	 * aligned u32 inside the registered 32 bytes, which neither 6.1 nor
 	 * 6.12 writes. A thread enabled through the ioctl gets EBUSY.
 	 */
-	return rseq_slice_hooks_register_current((unsigned long)current->rseq +
-						 RSEQ_SLICE_CTRL_OFFSET, true);
+	return rseq_slice_hooks_register_current(
+		(unsigned long)rseq_slice_task_rseq(current) + RSEQ_SLICE_CTRL_OFFSET, true);
 }
 
 /*

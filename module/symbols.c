@@ -86,7 +86,7 @@ static int rseq_slice_find_kallsyms(void)
 
 int rseq_slice_symbols_init(void)
 {
-	bool irq = false, shared_or_direct = false;
+	bool irq = false, shared_or_direct = false, own_returns;
 	unsigned long addr, size, offset;
 	unsigned int i;
 	int ret;
@@ -114,9 +114,24 @@ int rseq_slice_symbols_init(void)
 		else
 			shared_or_direct = true;
 	}
-	if (!irq || !shared_or_direct) {
+	/*
+	 * 6.1 and 6.12 return to user space through two functions of their
+	 * own, one per path, which is what lets a caller of schedule() (or
+	 * its caller's caller) say which path it is on. Where both are
+	 * inlined (7.2: into do_syscall_64() and irqentry_exit(), and the
+	 * out-of-line exit_to_user_mode_loop() has callers that are neither
+	 * path), the same names still resolve but no longer mean the same:
+	 * refuse rather than guess.
+	 */
+	own_returns = rseq_slice_lookup_name("irqentry_exit_to_user_mode") &&
+		      (rseq_slice_lookup_name("syscall_exit_to_user_mode") ||
+		       rseq_slice_lookup_name("syscall_exit_to_user_mode_work"));
+	if (!irq || !shared_or_direct || !own_returns) {
 		pr_err("this kernel's exit-to-user path is not one this module knows\n");
-		return -ENOENT;
+		if (!own_returns)
+			pr_err("(irqentry_exit_to_user_mode() and syscall_exit_to_user_mode() are inlined here: the return paths cannot be told apart)\n");
+		/* insmod: "Operation not supported", not "unknown symbol". */
+		return -EOPNOTSUPP;
 	}
 	return 0;
 }

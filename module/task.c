@@ -32,6 +32,7 @@
 #include <linux/workqueue.h>
 
 #include <linux/rseq_slice.h>
+#include "compat.h"
 #include "rseq_slice.h"
 
 #define RSEQ_SLICE_HASH_BITS	10
@@ -373,5 +374,6 @@ void rseq_slice_task_unregister_all(void)
 bool rseq_slice_task_area_moved(const struct rseq_slice_task *st)
 {
 	return st->w.merged &&
-	       (unsigned long)current->rseq + RSEQ_SLICE_CTRL_OFFSET != st->uaddr;
+	       (unsigned long)rseq_slice_task_rseq(current) + RSEQ_SLICE_CTRL_OFFSET !=
+			st->uaddr;
 }

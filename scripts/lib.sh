@@ -13,8 +13,13 @@
 #                             that two clones never build into one folder
 #   build/selftests-TREE/     static test binaries (kernel independent)
 #   ksft/                     kselftest_harness.h from linux-source-6.1
-#   apt-sid/                  a private apt configuration for Debian sid
-#                             (its lists and cache; the host's stay alone)
+#   apt-sid/, apt-trixie/     private apt configurations for Debian sid
+#                             and trixie (their lists and caches; the
+#                             host's stay alone)
+#   chroot-trixie/, chroot-sid/
+#                             build chroots for those suites' kernels
+#                             (rs_chroot); the module builds in their
+#                             rs-build/VERSION/TREE/
 #   upstream/                 linux-source-7.2's .deb from sid, and the part
 #                             of its source upstream's rseq selftests need
 #   debug-6.1/                the debug kernel (scripts/build-debug-kernel)
@@ -54,93 +59,229 @@ rs_host_pkgs() {
 }
 
 # The version a Debian meta package (linux-image-amd64, ...) points at
-# today, read from apt's lists: nothing is hard-coded, and no network
-# access happens unless the lists do not know the package yet.
+# today, read from apt's lists (the host's, or with a SUITE those of its
+# private configuration): nothing is hard-coded, and no network access
+# happens unless the lists do not know the package yet.
 rs_meta_version() {
-	local meta=$1 v
-	v=$(apt-cache depends "$meta" 2>/dev/null |
-		sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+	local meta=$1 suite=${2:-} v
+	# Unknown to the lists yet is an answer, not an error (pipefail).
+	rs_meta_depends() {
+		{
+			if [ -n "$suite" ]; then
+				rs_apt_cache "$suite" depends "$meta" 2>/dev/null
+			else
+				apt-cache depends "$meta" 2>/dev/null
+			fi || true
+		} | sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1
+	}
+	v=$(rs_meta_depends)
 	if [ -z "$v" ]; then
-		[ "$(id -u)" -eq 0 ] && apt-get update -qq >/dev/null
-		v=$(apt-cache depends "$meta" 2>/dev/null |
-			sed -n 's/^ *Depends: linux-image-\(.*\)$/\1/p' | head -n1)
+		if [ -n "$suite" ]; then
+			rs_log "fetching Debian $suite's package lists (private apt configuration: $RS_CACHE/apt-$suite)"
+			rs_apt "$suite" update >"$RS_CACHE/apt-$suite.update.log" 2>&1 ||
+				{ cat "$RS_CACHE/apt-$suite.update.log" >&2; rs_die "apt-get update of Debian $suite failed"; }
+		elif [ "$(id -u)" -eq 0 ]; then
+			apt-get update -qq >/dev/null
+		fi
+		v=$(rs_meta_depends)
 	fi
-	[ -n "$v" ] || rs_die "apt does not know $meta"
+	[ -n "$v" ] || rs_die "apt does not know $meta${suite:+ in Debian $suite}"
 	echo "$v"
 }
 
 # Modules of a Debian kernel the guests load before the test, when the
-# kernel has them as modules rather than built in (paths in the package).
+# kernel has them as modules rather than built in (paths in the package,
+# below lib/modules/VERSION/; compressed ones are unpacked).
 RS_EXTRA_MODULES="kernel/fs/fuse/fuse.ko"
 
 # Unpack a Debian kernel image (and RS_EXTRA_MODULES, where the package
-# has them) into the cache; headers come from apt. Returns 1 if the image
-# cannot be downloaded (rs_kernel then refreshes apt's lists).
+# has them) into the cache. Headers come from the host's apt, or with a
+# SUITE they are installed in that suite's build chroot (rs_chroot).
+# Returns 1 if the image cannot be downloaded (rs_kernel then refreshes
+# apt's lists). Since 7.x the image package is a meta package: the image
+# (usr/lib/modules/VERSION/vmlinuz) is in linux-binary-VERSION, the modules
+# in linux-modules-VERSION.
 rs_debian_kernel() {
-	local kver=$1 dir=$RS_CACHE/kernels/$1 tmp deb m
-	if [ ! -d "/lib/modules/$kver/build" ]; then
+	local kver=$1 suite=${2:-} dir=$RS_CACHE/kernels/$1 tmp deb m f d pkgs
+	if [ -z "$suite" ] && [ ! -d "/lib/modules/$kver/build" ]; then
 		rs_need_pkgs "linux-headers-$kver"
 	fi
 	if [ ! -s "$dir/vmlinuz" ] || [ ! -f "$dir/extra.done" ]; then
-		rs_log "fetching linux-image-$kver"
+		pkgs=("linux-image-$kver")
+		if [ -n "$suite" ] && rs_apt_cache "$suite" depends "linux-image-$kver" 2>/dev/null |
+			grep -q "Depends: linux-binary-$kver\$"; then
+			pkgs=("linux-binary-$kver" "linux-modules-$kver")
+		fi
+		rs_log "fetching ${pkgs[*]}${suite:+ from Debian $suite}"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
-		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q "linux-image-$kver" >/dev/null) ||
-			{ rm -rf "$tmp"; rs_log "apt-get download linux-image-$kver failed"; return 1; }
-		deb=$(ls "$tmp"/*.deb)
-		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" "./boot/vmlinuz-$kver"
-		mkdir -p "$dir/extra"
+		if [ -n "$suite" ]; then
+			(cd "$tmp" && rs_apt "$suite" download "${pkgs[@]}" >/dev/null)
+		else
+			(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q "${pkgs[@]}" >/dev/null)
+		fi || { rm -rf "$tmp"; rs_log "apt-get download ${pkgs[*]} failed"; return 1; }
+		mkdir -p "$tmp/x" "$dir/extra"
+		for deb in "$tmp"/*.deb; do
+			dpkg-deb -x "$deb" "$tmp/x"
+		done
+		f=
+		for m in "boot/vmlinuz-$kver" "usr/lib/modules/$kver/vmlinuz" "lib/modules/$kver/vmlinuz"; do
+			[ -s "$tmp/x/$m" ] && { f=$tmp/x/$m; break; }
+		done
+		[ -n "$f" ] || { rm -rf "$tmp"; rs_log "no vmlinuz in ${pkgs[*]}"; return 1; }
 		for m in $RS_EXTRA_MODULES; do
 			# Absent where the option is built in: nothing to load.
-			if dpkg-deb --fsys-tarfile "$deb" |
-				tar -x -C "$tmp" "./lib/modules/$kver/$m" 2>/dev/null; then
-				mv "$tmp/lib/modules/$kver/$m" "$dir/extra/"
-			fi
+			for d in lib usr/lib; do
+				if [ -f "$tmp/x/$d/modules/$kver/$m" ]; then
+					cp "$tmp/x/$d/modules/$kver/$m" "$dir/extra/"
+				elif [ -f "$tmp/x/$d/modules/$kver/$m.xz" ]; then
+					xz -dc "$tmp/x/$d/modules/$kver/$m.xz" >"$dir/extra/${m##*/}"
+				elif [ -f "$tmp/x/$d/modules/$kver/$m.zst" ]; then
+					rs_need_pkgs zstd
+					zstd -qdc "$tmp/x/$d/modules/$kver/$m.zst" >"$dir/extra/${m##*/}"
+				fi
+			done
 		done
-		mv "$tmp/boot/vmlinuz-$kver" "$dir/vmlinuz.tmp" && mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
+		cp "$f" "$dir/vmlinuz.tmp" && mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
 		touch "$dir/extra.done"
 		rm -rf "$tmp"
 	fi
 }
 
-# When apt's package lists were last refreshed (the newest list file).
+# When apt's package lists (the host's, or SUITE's private ones) were last
+# refreshed (the newest list file).
 rs_lists_date() {
-	local f
+	local f d=/var/lib/apt/lists
+	[ -n "${1:-}" ] && d=$RS_CACHE/apt-$1/state/lists
 	# No lists yet is an answer, not an error (set -e, pipefail).
-	f=$({ ls -t /var/lib/apt/lists/*_Packages* 2>/dev/null || true; } | head -n1)
+	f=$({ ls -t "$d"/*_Packages* 2>/dev/null || true; } | head -n1)
 	[ -n "$f" ] && date -u -r "$f" '+%Y-%m-%d %H:%M UTC' || echo "unknown"
 }
 
-# The Debian kernel a meta package names: RS_KVER, fetched and unpacked,
-# headers installed. Stale lists name a version the archive may have
-# dropped since: then refresh them (apt-get update, root) and resolve
-# again. Says which version it took and why.
+# The Debian kernel a meta package names (in the host's apt, or in SUITE's
+# private one): RS_KVER, fetched and unpacked, headers installed on the
+# host (without SUITE). Stale lists name a version the archive may have
+# dropped since: then refresh them (apt-get update; root for the host's)
+# and resolve again. Says which version it took and why.
 rs_debian_meta() {
-	local meta=$1 name=$2 why
-	RS_KVER=$(rs_meta_version "$meta")
-	why="what apt's lists of $(rs_lists_date) name for $meta"
+	local meta=$1 name=$2 suite=${3:-} why lists
+	lists="apt's lists"
+	[ -n "$suite" ] && lists="Debian $suite's lists (private apt)"
+	RS_KVER=$(rs_meta_version "$meta" "$suite")
+	why="what $lists of $(rs_lists_date "$suite") name for $meta"
 	# A subshell: rs_need_pkgs dies on a failed install.
-	if ! (rs_debian_kernel "$RS_KVER"); then
-		[ "$(id -u)" -eq 0 ] || rs_die "cannot fetch linux-image-$RS_KVER (apt-get update as root may help)"
-		rs_log "kernel $name: $RS_KVER cannot be fetched (the archive may have dropped it): refreshing apt's lists"
-		apt-get update -qq >/dev/null || rs_die "apt-get update failed"
-		RS_KVER=$(rs_meta_version "$meta")
+	if ! (rs_debian_kernel "$RS_KVER" "$suite"); then
+		[ -n "$suite" ] || [ "$(id -u)" -eq 0 ] ||
+			rs_die "cannot fetch linux-image-$RS_KVER (apt-get update as root may help)"
+		rs_log "kernel $name: $RS_KVER cannot be fetched (the archive may have dropped it): refreshing $lists"
+		if [ -n "$suite" ]; then
+			rs_apt "$suite" update >/dev/null 2>&1 || rs_die "apt-get update of Debian $suite failed"
+		else
+			apt-get update -qq >/dev/null || rs_die "apt-get update failed"
+		fi
+		RS_KVER=$(rs_meta_version "$meta" "$suite")
 		why="what $meta names after apt-get update (the lists named a version the archive no longer has)"
-		(rs_debian_kernel "$RS_KVER") || rs_die "linux-image-$RS_KVER cannot be fetched either"
+		(rs_debian_kernel "$RS_KVER" "$suite") || rs_die "linux-image-$RS_KVER cannot be fetched either"
 	fi
 	rs_log "kernel $name: $RS_KVER, $why"
 }
 
+# rs_chroot SUITE KVER COMPILER: the build chroot of Debian SUITE,
+# $RS_CACHE/chroot-SUITE (debootstrap --variant=minbase, then COMPILER,
+# make and linux-headers-KVER), for kernels built by a compiler this host
+# does not have. Sets RS_CHROOT and RS_KDIR (the kbuild tree, a path inside
+# the chroot). Made once and shared by every clone; later kernel versions
+# only add their headers. No bind mounts: the module's sources are copied in
+# (rs_build_module), so nothing of the host is reachable from it; its /proc
+# is mounted only in a private namespace for each command (rs_in_chroot).
+rs_chroot() {
+	local suite=$1 kver=$2 cc=$3 root=$RS_CACHE/chroot-$1 lock t tmp
+	exec {lock}>"$RS_CACHE/chroot-$suite.lock"
+	flock "$lock"
+	if [ ! -f "$root/.rs-debootstrap.done" ]; then
+		[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite build chroot does not exist yet; making it needs root (debootstrap)"
+		rs_need_pkgs debootstrap
+		[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
+		# Made aside and moved into place when complete: a debootstrap
+		# that stopped half way never passes for a chroot.
+		rs_log "making the Debian $suite build chroot $root (debootstrap --variant=minbase)"
+		t=$SECONDS
+		tmp=$(mktemp -d "$root.tmp.XXXXXX")
+		if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$tmp" "$RS_MIRROR" \
+			>"$RS_CACHE/chroot-$suite.log" 2>&1; then
+			rm -rf --one-file-system "$tmp"
+			tail -n 30 "$RS_CACHE/chroot-$suite.log" >&2
+			rs_die "debootstrap $suite failed (log: $RS_CACHE/chroot-$suite.log)"
+		fi
+		mkdir -p "$tmp/usr/share/keyrings"
+		cp "$RS_KEYRING" "$tmp$RS_KEYRING"
+		rs_apt_sources "$suite" >"$tmp/etc/apt/sources.list"
+		touch "$tmp/.rs-debootstrap.done"
+		mv -T "$tmp" "$root"
+		rs_log "debootstrap $suite: $((SECONDS - t)) s"
+	fi
+	# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
+	if ! rs_in_chroot "$root" dpkg-query -W -f='${Status}\n' "$cc" make "linux-headers-$kver" \
+		2>/dev/null | grep -c 'ok installed' | grep -qx 3; then
+		[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite build chroot lacks linux-headers-$kver; installing them needs root"
+		rs_log "installing $cc, make and linux-headers-$kver in the $suite build chroot"
+		t=$SECONDS
+		# The host's apt settings that make its archive reachable apply
+		# inside too, as they do to the private configurations: validity
+		# checks (a mirror's frozen Release files) and proxies.
+		apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
+			>"$root/etc/apt/apt.conf.d/00rseq-slice-host" || true
+		{
+			rs_in_chroot "$root" apt-get -q update &&
+				rs_in_chroot "$root" apt-get -q -y --no-install-recommends install \
+					"$cc" make "linux-headers-$kver"
+		} >>"$RS_CACHE/chroot-$suite.log" 2>&1 ||
+			{ tail -n 30 "$RS_CACHE/chroot-$suite.log" >&2; rs_die "installing linux-headers-$kver in the $suite chroot failed (log: $RS_CACHE/chroot-$suite.log)"; }
+		# The image the headers pull in is not needed: only its files.
+		rs_in_chroot "$root" apt-get -q clean >/dev/null 2>&1 || true
+		rs_log "$suite chroot packages: $((SECONDS - t)) s"
+	fi
+	exec {lock}>&-
+	RS_CHROOT=$root
+	RS_KDIR=/usr/src/linux-headers-$kver
+}
+
+# rs_in_chroot ROOT CMD...: CMD inside ROOT with a clean environment and
+# its own /proc (objtool reads /proc/self/limits), mounted in a mount
+# namespace of its own: it goes away with CMD, even if CMD is killed, and
+# the host's mounts never change.
+rs_in_chroot() {
+	local root=$1
+	shift
+	unshare --mount --pid --fork --mount-proc="$root/proc" chroot "$root" /usr/bin/env -i \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
+}
+
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
-# for the module, empty if there is none) and RS_EXTRA (a folder of
-# modules to load first, or empty).
+# for the module, empty if there is none), RS_CHROOT_SUITE (the suite whose
+# build chroot RS_KDIR is in, or empty for the host's) and RS_EXTRA (a
+# folder of modules to load first, or empty).
 rs_kernel() {
 	RS_EXTRA=
+	RS_CHROOT=
+	RS_CHROOT_SUITE=
 	mkdir -p "$RS_CACHE"
 	case "$1" in
 	6.1)
 		rs_debian_meta linux-image-amd64 "$1" ;;
 	6.12)
 		rs_debian_meta linux-image-6.12-amd64 "$1" ;;
+	trixie|sid)
+		# Built by compilers this host lacks (gcc-14, gcc-16): their
+		# headers and the module's build live in a chroot of the suite.
+		# The chroot is made when the module is built (rs_build_module):
+		# a guest without the module does not need it.
+		rs_debian_meta linux-image-amd64 "$1" "$1"
+		RS_CHROOT_SUITE=$1
+		RS_KDIR=/usr/src/linux-headers-$RS_KVER
+		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
+		return 0 ;;
 	6.1-debug)
 		RS_KDIR=$("$RS_TOP/scripts/build-debug-kernel" | tail -n1) ||
 			rs_die "the debug kernel did not build"
@@ -166,29 +307,43 @@ rs_kernel() {
 # Build rseq_slice.ko against RS_KDIR, and the test module the selftests
 # load (selftests/kmod); sets RS_MODULE and RS_TEST_MODULES. The sources
 # are mirrored with their times, so kbuild rebuilds only what changed.
+# For RS_CHROOT_SUITE's kernels (trixie: gcc-14, sid: gcc-16) the build
+# runs in that suite's chroot (rs_chroot, made or completed first), in its
+# /rs-build/VERSION/TREE, the same layout as the host's.
 rs_build_module() {
-	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE
+	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14
+	if [ -n "${RS_CHROOT_SUITE:-}" ]; then
+		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16
+		rs_chroot "$RS_CHROOT_SUITE" "$RS_KVER" "$cc"
+	fi
+	[ -n "${RS_CHROOT:-}" ] && out=$RS_CHROOT/rs-build/$RS_KVER/$RS_TREE
+	in=${out#"${RS_CHROOT:-}"}
 	mkdir -p "$out"
 	# Build products are excluded, hence kept by --delete.
-	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
-		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
-		"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/src/"
-	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
-		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
-		"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/fi/"
+	for d in src "fi"; do
+		rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+			--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
+			"$RS_TOP/Kbuild" "$RS_TOP/module" "$RS_TOP/uapi" "$out/$d/"
+	done
 	rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
 		--exclude '*.mod*' --exclude 'Module.symvers' --exclude 'modules.order' \
 		"$RS_TOP/selftests/kmod/" "$out/kmod/"
+	rs_kmake() {
+		if [ -n "${RS_CHROOT:-}" ]; then
+			rs_in_chroot "$RS_CHROOT" make -C "$RS_KDIR" "$@"
+		else
+			make -C "$RS_KDIR" "$@"
+		fi
+	}
 	# Two guests of one kernel may start at once: one build at a time.
 	exec {lock}>"$out/.lock"
 	flock "$lock"
 	# fi/: the fault injection build, which only the selftests load.
-	if ! make -C "$RS_KDIR" M="$out/src" modules >"$out/build.log" 2>&1 ||
-		! make -C "$RS_KDIR" M="$out/fi" RSEQ_SLICE_FAULT_INJECT=y modules \
-			>>"$out/build.log" 2>&1 ||
-		! make -C "$RS_KDIR" M="$out/kmod" modules >>"$out/build.log" 2>&1; then
+	if ! rs_kmake M="$in/src" modules >"$out/build.log" 2>&1 ||
+		! rs_kmake M="$in/fi" RSEQ_SLICE_FAULT_INJECT=y modules >>"$out/build.log" 2>&1 ||
+		! rs_kmake M="$in/kmod" modules >>"$out/build.log" 2>&1; then
 		cat "$out/build.log" >&2
-		rs_die "module build against $RS_KVER failed"
+		rs_die "module build against $RS_KVER${RS_CHROOT:+ (in $RS_CHROOT)} failed"
 	fi
 	# Loaded under its own file name; the module's name stays rseq_slice.
 	cp "$out/fi/rseq_slice.ko" "$out/fi/rseq_slice_fi.ko"
@@ -197,19 +352,41 @@ rs_build_module() {
 	RS_TEST_MODULES="$out/kmod/ipmodify_hog.ko $out/fi/rseq_slice_fi.ko"
 }
 
-# A private apt configuration in DIR (under the cache), with SOURCES as its
-# sources.list: its own lists, cache and an empty dpkg status, so the
-# host's sources and state are never touched. Only the host's apt.conf.d
-# settings (proxies, validity checks) still apply.
-#   rs_private_apt DIR SOURCES APT-GET-ARGS...
+# Packages of other Debian suites (sid's linux-source-7.2 for upstream's
+# rseq selftests, the trixie and sid kernels) come through apt-get with a
+# private configuration per suite under the cache, $RS_CACHE/apt-SUITE: its
+# own sources.list (signed by the host's debian-archive-keyring), lists,
+# cache and an empty dpkg status, so the host's sources and state are never
+# touched. Only the host's apt.conf.d settings (proxies, validity checks)
+# still apply.
+RS_UPSTREAM_PKG=linux-source-7.2
 RS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-rs_private_apt() {
-	local d=$1 sources=$2
-	shift 2
+RS_MIRROR=http://deb.debian.org/debian
+
+# The sources.list lines of a suite (also written into its build chroot).
+rs_apt_sources() {
+	case "$1" in
+	sid) echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR sid main" ;;
+	trixie)
+		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR trixie main"
+		echo "deb [signed-by=$RS_KEYRING] http://security.debian.org/debian-security trixie-security main" ;;
+	*) rs_die "no apt sources known for Debian $1" ;;
+	esac
+}
+
+# rs_apt_conf SUITE: sets up $RS_CACHE/apt-SUITE, prints its apt.conf.
+rs_apt_conf() {
+	rs_apt_conf_dir "$RS_CACHE/apt-$1" "$(rs_apt_sources "$1")"
+}
+
+# rs_apt_conf_dir DIR SOURCES: a private configuration in DIR with the
+# sources.list lines SOURCES; prints its apt.conf.
+rs_apt_conf_dir() {
+	local d=$1
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-	printf '%s\n' "$sources" >"$d/etc/sources.list"
+	printf '%s\n' "$2" >"$d/etc/sources.list"
 	: >>"$d/status"
 	cat >"$d/apt.conf" <<EOF
 Dir::Etc::sourcelist "$d/etc/sources.list";
@@ -226,16 +403,32 @@ APT::Architectures { "amd64"; };
 APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
-	APT_CONFIG=$d/apt.conf apt-get -q "$@"
+	echo "$d/apt.conf"
 }
 
-# Upstream's own rseq selftests (slice_test, check_optimized) come from
-# Debian's linux-source-7.2, which only Debian sid has: a private apt
-# configuration for sid (signed by the host's debian-archive-keyring).
-RS_UPSTREAM_PKG=linux-source-7.2
-rs_sid_apt() {
-	rs_private_apt "$RS_CACHE/apt-sid" \
-		"deb [signed-by=$RS_KEYRING] http://deb.debian.org/debian sid main" "$@"
+# rs_apt SUITE ARGS...: apt-get with SUITE's private configuration;
+# rs_apt_cache SUITE ARGS...: apt-cache with it.
+rs_apt() {
+	local conf
+	conf=$(rs_apt_conf "$1") || return
+	shift
+	APT_CONFIG=$conf apt-get -q "$@"
+}
+rs_apt_cache() {
+	local conf
+	conf=$(rs_apt_conf "$1") || return
+	shift
+	APT_CONFIG=$conf apt-cache "$@"
+}
+rs_sid_apt() { rs_apt sid "$@"; }
+
+# rs_private_apt DIR SOURCES ARGS...: apt-get with a private configuration
+# in DIR whose sources.list is SOURCES (QEMU's deb-src lines, say).
+rs_private_apt() {
+	local conf
+	conf=$(rs_apt_conf_dir "$1" "$2") || return
+	shift 2
+	APT_CONFIG=$conf apt-get -q "$@"
 }
 
 # rs_upstream_src: sets RS_UPSTREAM_SRC, the top of an extracted

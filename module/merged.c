@@ -65,6 +65,7 @@ static bool rseq_slice_prctl_enabled(void)
 static int rseq_slice_prctl_set(unsigned long arg3)
 {
 	bool enable = arg3 & PR_RSEQ_SLICE_EXT_ENABLE;
+	u64 ctrl;
 
 	if (arg3 & ~PR_RSEQ_SLICE_EXT_ENABLE)
 		return -EINVAL;
@@ -84,8 +85,8 @@ static int rseq_slice_prctl_set(unsigned long arg3)
 	 * aligned u32 inside the registered 32 bytes, which neither 6.1 nor
 	 * 6.12 writes. A thread enabled through the ioctl gets EBUSY.
 	 */
-	return rseq_slice_hooks_register_current(
-		(unsigned long)rseq_slice_task_rseq(current) + RSEQ_SLICE_CTRL_OFFSET, true);
+	ctrl = (unsigned long)rseq_slice_task_rseq(current) + RSEQ_SLICE_CTRL_OFFSET;
+	return rseq_slice_hooks_register_current(ctrl, true);
 }
 
 /*

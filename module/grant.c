@@ -78,8 +78,9 @@ static void rseq_slice_inject_end_init(struct rseq_slice_cpu *c)
 static void rseq_slice_inject_end_arm(struct rseq_slice_cpu *c)
 {
 	/*
-	 * Absolute, as the grant's own timer: without high resolution timers
-	 * a relative one gets a tick added and would fire after it.
+	 * Absolute, from the grant's start as its own timer is: on a slow
+	 * (KASAN) kernel more than the grant's length can pass between the
+	 * start and this line, and a relative timer then fires after it.
 	 */
 	if (rseq_slice_inject_take(RSEQ_SLICE_INJECT_END_IPI))
 		hrtimer_start(&c->inject_end, ns_to_ktime(c->start + NSEC_PER_USEC),

@@ -22,45 +22,20 @@ static int delta(int ret)
 
 RSP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;	/* a spurious wake-up */
-	if (rsp_off)
-		return rsp_real.cond_wait(c, m);
-	rsp_enter(RSP_WAIT);
-	ret = rsp_real.cond_wait(c, m);
-	rsp_leave(delta(ret));
-	return ret;
+	/* Unresolved: as a spurious wake-up. */
+	RSP_WRAP(RSP_WAIT, rsp_real.cond_wait(c, m), delta(ret));
 }
 
 RSP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.cond_timedwait(c, m, abstime);
-	rsp_enter(RSP_WAIT);
-	ret = rsp_real.cond_timedwait(c, m, abstime);
-	rsp_leave(delta(ret));
-	return ret;
+	RSP_WRAP(RSP_WAIT, rsp_real.cond_timedwait(c, m, abstime), delta(ret));
 }
 
 RSP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
 			   const struct timespec *abstime)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (!rsp_real.cond_clockwait)
-		return ENOSYS;	/* a C library before 2.30 */
-	if (rsp_off)
-		return rsp_real.cond_clockwait(c, m, clock, abstime);
-	rsp_enter(RSP_WAIT);
-	ret = rsp_real.cond_clockwait(c, m, clock, abstime);
-	rsp_leave(delta(ret));
-	return ret;
+	/* A C library before 2.30 has none. */
+	if (rsp_resolve() && !rsp_real.cond_clockwait)
+		return ENOSYS;
+	RSP_WRAP(RSP_WAIT, rsp_real.cond_clockwait(c, m, clock, abstime), delta(ret));
 }

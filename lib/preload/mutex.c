@@ -17,72 +17,28 @@ static int took(int ret)
 
 RSP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.mutex_lock(m);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.mutex_lock(m);
-	rsp_leave(took(ret));
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_lock(m), took(ret));
 }
 
 RSP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.mutex_trylock(m);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.mutex_trylock(m);
-	rsp_leave(took(ret));
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_trylock(m), took(ret));
 }
 
 RSP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.mutex_timedlock(m, abstime);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.mutex_timedlock(m, abstime);
-	rsp_leave(took(ret));
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_timedlock(m, abstime), took(ret));
 }
 
 RSP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (!rsp_real.mutex_clocklock)
-		return ENOSYS;	/* a C library before 2.30 */
-	if (rsp_off)
-		return rsp_real.mutex_clocklock(m, clock, abstime);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.mutex_clocklock(m, clock, abstime);
-	rsp_leave(took(ret));
-	return ret;
+	/* A C library before 2.30 has none. */
+	if (rsp_resolve() && !rsp_real.mutex_clocklock)
+		return ENOSYS;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_clocklock(m, clock, abstime), took(ret));
 }
 
 RSP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.mutex_unlock(m);
-	rsp_enter(RSP_RELEASE);
-	ret = rsp_real.mutex_unlock(m);
-	rsp_leave(ret == 0 ? -1 : 0);
-	return ret;
+	RSP_WRAP(RSP_RELEASE, rsp_real.mutex_unlock(m), ret == 0 ? -1 : 0);
 }

@@ -64,6 +64,27 @@ void rsp_enter(enum rsp_kind kind);
 void rsp_leave(int delta);
 
 /*
+ * The body of a wrapper: @call, the real call, between rsp_enter(@kind)
+ * and rsp_leave(@delta), where @delta may use the call's result as
+ * "ret". Before the real functions are resolved (this thread is inside
+ * dlsym()) the call counts as an uncontended success and returns 0; with
+ * RSEQ_SLICE_PRELOAD=0 only the real call runs.
+ */
+#define RSP_WRAP(kind, call, delta)		\
+	do {					\
+		int ret;			\
+						\
+		if (!rsp_resolve())		\
+			return 0;		\
+		if (rsp_off)			\
+			return call;		\
+		rsp_enter(kind);		\
+		ret = call;			\
+		rsp_leave(delta);		\
+		return ret;			\
+	} while (0)
+
+/*
  * Read the environment (section.c): rsp_resolve() calls it first, so that
  * a lock taken in another library's constructor, before this one's, sees
  * it. RSEQ_SLICE_PRELOAD=0 sets rsp_off: every wrapper only calls the

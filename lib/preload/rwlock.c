@@ -42,61 +42,26 @@ static int took(int ret, pthread_rwlock_t *l)
 
 RSP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.rwlock_wrlock(l);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.rwlock_wrlock(l);
-	rsp_leave(took(ret, l));
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_wrlock(l), took(ret, l));
 }
 
 RSP_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.rwlock_trywrlock(l);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.rwlock_trywrlock(l);
-	rsp_leave(took(ret, l));
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_trywrlock(l), took(ret, l));
 }
 
 RSP_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.rwlock_timedwrlock(l, abstime);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.rwlock_timedwrlock(l, abstime);
-	rsp_leave(took(ret, l));
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_timedwrlock(l, abstime), took(ret, l));
 }
 
 RSP_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 			       const struct timespec *abstime)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (!rsp_real.rwlock_clockwrlock)
-		return ENOSYS;	/* a C library before 2.30 */
-	if (rsp_off)
-		return rsp_real.rwlock_clockwrlock(l, clock, abstime);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.rwlock_clockwrlock(l, clock, abstime);
-	rsp_leave(took(ret, l));
-	return ret;
+	/* A C library before 2.30 has none. */
+	if (rsp_resolve() && !rsp_real.rwlock_clockwrlock)
+		return ENOSYS;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_clockwrlock(l, clock, abstime), took(ret, l));
 }
 
 RSP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)

@@ -5,42 +5,15 @@
 
 RSP_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.spin_lock(l);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.spin_lock(l);
-	rsp_leave(ret == 0);
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.spin_lock(l), ret == 0);
 }
 
 RSP_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.spin_trylock(l);
-	rsp_enter(RSP_ACQUIRE);
-	ret = rsp_real.spin_trylock(l);
-	rsp_leave(ret == 0);
-	return ret;
+	RSP_WRAP(RSP_ACQUIRE, rsp_real.spin_trylock(l), ret == 0);
 }
 
 RSP_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
 {
-	int ret;
-
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.spin_unlock(l);
-	rsp_enter(RSP_RELEASE);
-	ret = rsp_real.spin_unlock(l);
-	rsp_leave(ret == 0 ? -1 : 0);
-	return ret;
+	RSP_WRAP(RSP_RELEASE, rsp_real.spin_unlock(l), ret == 0 ? -1 : 0);
 }

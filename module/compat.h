@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The few kernel interfaces that changed names between the kernels this
- * module supports (6.1 and 6.12), and those it must compile against to
- * refuse to load cleanly (7.x). Detected by the macro's presence, not by
- * version numbers, so that a backport does not break the build.
+ * module supports (6.1, 6.12 and 7.2). Detected by the macro's presence,
+ * not by version numbers, so that a backport does not break the build,
+ * except where nothing but the version tells.
  */
 #ifndef RSEQ_SLICE_COMPAT_H
 #define RSEQ_SLICE_COMPAT_H
@@ -47,5 +47,40 @@ static inline void rseq_slice_hrtimer_setup(struct hrtimer *timer,
 	timer->function = fn;
 #endif
 }
+
+/*
+ * The reschedule requests a grant may defer: 7.2 (PREEMPT_LAZY) has a lazy
+ * one, TIF_NEED_RESCHED_LAZY, which the exit-to-user loop serves like
+ * the other and upstream's grant defers too (on PREEMPT_RT only the lazy
+ * one: Debian's kernels are not RT). need_resched() tests only
+ * TIF_NEED_RESCHED there. 6.1 and 6.12 have no lazy bit.
+ */
+#ifdef _TIF_NEED_RESCHED_LAZY
+#define RSEQ_SLICE_TIF_RESCHED		(_TIF_NEED_RESCHED | _TIF_NEED_RESCHED_LAZY)
+#define rseq_slice_resched_pending()	(read_thread_flags() & RSEQ_SLICE_TIF_RESCHED)
+#else
+#define RSEQ_SLICE_TIF_RESCHED		_TIF_NEED_RESCHED
+#define rseq_slice_resched_pending()	need_resched()
+#endif
+
+/*
+ * Linux 7.2 inlined syscall_trace_enter() into the system call entry
+ * (noinstr): a holder's system call is seen at the out-of-line pieces of
+ * its entry work instead (hooks.c), reached through the
+ * SYSCALL_WORK_SYSCALL_TRACEPOINT bit, where 6.1 and 6.12 use
+ * SYSCALL_WORK_SYSCALL_AUDIT to reach syscall_trace_enter(). Only the
+ * version tells: the inlining left no macro behind. The module knows the
+ * 7.2 entry and exit code it was written against and no later one
+ * (symbols.c refuses another 7.x at load).
+ */
+#if LINUX_VERSION_MAJOR > 7 || (LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL >= 2)
+#define RSEQ_SLICE_ENTRY_INLINED	1
+#define RSEQ_SLICE_ENTRY_KNOWN		(LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL == 2)
+#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_TRACEPOINT
+#else
+#define RSEQ_SLICE_ENTRY_INLINED	0
+#define RSEQ_SLICE_ENTRY_KNOWN		0
+#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_AUDIT
+#endif
 
 #endif /* RSEQ_SLICE_COMPAT_H */

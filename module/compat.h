@@ -32,6 +32,18 @@
 #endif
 
 /*
+ * Is the task's rseq registration one merged upstream's prctl accepts?
+ * 7.2 takes only its "v2" registration (more than the original 32 bytes,
+ * rseq_v2() in <linux/rseq.h>) and answers ENOTSUPP to a 32-byte one; 6.1
+ * and 6.12 accept nothing larger, so 32 bytes must do there.
+ */
+#ifdef RSEQ_HAS_RSEQ_VERSION_MASK
+#define rseq_slice_task_rseq_usable(t)	rseq_v2(t)
+#else
+#define rseq_slice_task_rseq_usable(t)	true
+#endif
+
+/*
  * hrtimer_setup() (6.13) replaced hrtimer_init() plus the assignment of
  * ->function, which later kernels removed. Both are functions, so this one
  * goes by version: every kernel before 6.13 has hrtimer_init().

@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/rcupdate.h>
+#include <linux/rseq.h>
 #include <linux/wait_bit.h>
 
 #include "compat.h"
@@ -73,6 +74,9 @@ static int rseq_slice_prctl_set(unsigned long arg3)
 		return -RSEQ_SLICE_ERR_NOTSUPP;
 	if (!rseq_slice_task_rseq(current))
 		return -ENXIO;
+	/* 7.2 only: a 32-byte registration is refused, as 7.2 refuses it. */
+	if (!rseq_slice_task_rseq_usable(current))
+		return -RSEQ_SLICE_ERR_NOTSUPP;
 	/* Setting the current state again is a successful no-op. */
 	if (enable == rseq_slice_prctl_enabled())
 		return 0;

@@ -184,6 +184,9 @@ void rseq_slice_merged_exit(void)
 	 * from leaving this module's text, and may be preempted there. It
 	 * does not sleep there, and RCU Tasks waits for every task to pass
 	 * a voluntary switch or user mode: after it, none is left in here.
+	 * The same holds for 7.2's rseq_slice_yield() replacement in hooks.c,
+	 * whose hook rseq_slice_hooks_stop() removed before this: only a
+	 * thread enabled here is ever sent there.
 	 */
 	synchronize_rcu_tasks();
 }

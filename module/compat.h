@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The few kernel interfaces that changed names between the kernels this
- * module supports (6.1 and 6.12), and those it must compile against to
- * refuse to load cleanly (7.x). Detected by the macro's presence, not by
- * version numbers, so that a backport does not break the build.
+ * module supports (6.1, 6.12 and 7.2). Detected by the macro's presence,
+ * not by version numbers, so that a backport does not break the build,
+ * except where nothing but the version tells.
  */
 #ifndef RSEQ_SLICE_COMPAT_H
 #define RSEQ_SLICE_COMPAT_H
@@ -32,6 +32,18 @@
 #endif
 
 /*
+ * Is the task's rseq registration one merged upstream's prctl accepts?
+ * 7.2 takes only its "v2" registration (more than the original 32 bytes,
+ * rseq_v2() in <linux/rseq.h>) and answers ENOTSUPP to a 32-byte one; 6.1
+ * and 6.12 accept nothing larger, so 32 bytes must do there.
+ */
+#ifdef RSEQ_HAS_RSEQ_VERSION_MASK
+#define rseq_slice_task_rseq_usable(t)	rseq_v2(t)
+#else
+#define rseq_slice_task_rseq_usable(t)	true
+#endif
+
+/*
  * hrtimer_setup() (6.13) replaced hrtimer_init() plus the assignment of
  * ->function, which later kernels removed. Both are functions, so this one
  * goes by version: every kernel before 6.13 has hrtimer_init().
@@ -47,5 +59,40 @@ static inline void rseq_slice_hrtimer_setup(struct hrtimer *timer,
 	timer->function = fn;
 #endif
 }
+
+/*
+ * The reschedule requests a grant may defer: 7.2 (PREEMPT_LAZY) has a lazy
+ * one, TIF_NEED_RESCHED_LAZY, which the exit-to-user loop serves like
+ * the other and upstream's grant defers too (on PREEMPT_RT only the lazy
+ * one: Debian's kernels are not RT). need_resched() tests only
+ * TIF_NEED_RESCHED there. 6.1 and 6.12 have no lazy bit.
+ */
+#ifdef _TIF_NEED_RESCHED_LAZY
+#define RSEQ_SLICE_TIF_RESCHED		(_TIF_NEED_RESCHED | _TIF_NEED_RESCHED_LAZY)
+#define rseq_slice_resched_pending()	(read_thread_flags() & RSEQ_SLICE_TIF_RESCHED)
+#else
+#define RSEQ_SLICE_TIF_RESCHED		_TIF_NEED_RESCHED
+#define rseq_slice_resched_pending()	need_resched()
+#endif
+
+/*
+ * Linux 7.2 inlined syscall_trace_enter() into the system call entry
+ * (noinstr): a holder's system call is seen at the out-of-line pieces of
+ * its entry work instead (hooks.c), reached through the
+ * SYSCALL_WORK_SYSCALL_TRACEPOINT bit, where 6.1 and 6.12 use
+ * SYSCALL_WORK_SYSCALL_AUDIT to reach syscall_trace_enter(). Only the
+ * version tells: the inlining left no macro behind. The module knows the
+ * 7.2 entry and exit code it was written against and no later one
+ * (symbols.c refuses another 7.x at load).
+ */
+#if LINUX_VERSION_MAJOR > 7 || (LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL >= 2)
+#define RSEQ_SLICE_ENTRY_INLINED	1
+#define RSEQ_SLICE_ENTRY_KNOWN		(LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL == 2)
+#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_TRACEPOINT
+#else
+#define RSEQ_SLICE_ENTRY_INLINED	0
+#define RSEQ_SLICE_ENTRY_KNOWN		0
+#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_AUDIT
+#endif
 
 #endif /* RSEQ_SLICE_COMPAT_H */

@@ -25,7 +25,9 @@
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/smp.h>
+#include <linux/string.h>
 #include <linux/thread_info.h>
+#include <linux/tracepoint.h>
 
 #include <linux/rseq_slice.h>
 #include "compat.h"
@@ -34,14 +36,18 @@
 #define CREATE_TRACE_POINTS
 #include "trace.h"
 
-/* Exit work that forbids a grant: everything but the reschedule itself. */
-#define RSEQ_SLICE_DENY_WORK	(EXIT_TO_USER_MODE_WORK & ~_TIF_NEED_RESCHED)
+/*
+ * Exit work that forbids a grant: everything but the reschedule itself
+ * (on 7.2 either request, the lazy one too; see compat.h). 7.2's _TIF_RSEQ
+ * is part of it, as in upstream's own rule.
+ */
+#define RSEQ_SLICE_DENY_WORK	(EXIT_TO_USER_MODE_WORK & ~RSEQ_SLICE_TIF_RESCHED)
 
 struct rseq_slice_cpu {
 	struct hrtimer timer;		/* ends the grant at its expiry */
 	struct task_struct *task;	/* holder of this CPU's grant, or NULL */
 	struct rseq_slice_word *w;	/* the holder's control word */
-	bool audit_work;		/* the grant set SYSCALL_WORK_SYSCALL_AUDIT */
+	bool entry_work;		/* the grant set RSEQ_SLICE_ENTRY_WORK_BIT */
 	u64 start;			/* ktime_get_ns() at the grant */
 #ifdef RSEQ_SLICE_FAULT_INJECT
 	struct hrtimer inject_end;	/* runs the end-all IPI inside a grant */
@@ -49,6 +55,69 @@ struct rseq_slice_cpu {
 };
 
 static DEFINE_PER_CPU(struct rseq_slice_cpu, rseq_slice_cpus);
+
+#if RSEQ_SLICE_ENTRY_INLINED
+/*
+ * 7.2: the grant borrows SYSCALL_WORK_SYSCALL_TRACEPOINT, which the
+ * kernel sets on every thread while the sys_enter tracepoint has a probe
+ * (syscall_regfunc()) and clears on all when the last goes. With a probe
+ * registered, the bit belongs to the tracepoint: the grant's end leaves
+ * it. (A probe that comes or goes during a grant can still race: the
+ * holder then keeps the bit until the probe's removal, or loses it, and
+ * a call inside that grant is only ended by the timer.) Any context.
+ */
+static struct tracepoint *rseq_slice_tp_sys_enter;
+
+static void rseq_slice_find_sys_enter(struct tracepoint *tp, void *priv)
+{
+	if (!strcmp(tp->name, "sys_enter"))
+		rseq_slice_tp_sys_enter = tp;
+}
+
+static bool rseq_slice_entry_work_wanted(void)
+{
+	return rseq_slice_tp_sys_enter && static_key_enabled(&rseq_slice_tp_sys_enter->key);
+}
+
+static void rseq_slice_entry_work_init(void)
+{
+	for_each_kernel_tracepoint(rseq_slice_find_sys_enter, NULL);
+}
+#else
+/* 6.1, 6.12: audit sets its bit at fork only, never during a grant. */
+static inline bool rseq_slice_entry_work_wanted(void)
+{
+	return false;
+}
+
+static inline void rseq_slice_entry_work_init(void)
+{
+}
+#endif
+
+#ifdef CONFIG_HRTIMER_REARM_DEFERRED
+/*
+ * Interrupts disabled, current granted on its way out of an interrupt:
+ * if this interrupt deferred the reprogramming of the clock event device
+ * (the timer interrupt does, on 7.2), do it now, after the grant's timer
+ * is queued: the schedule() that would have done it is skipped, and
+ * without it no timer (the grant's included) would fire on this CPU
+ * until some other interrupt came. hrtimer_rearm_deferred_tif() does the
+ * same in upstream's grant; its callee is not exported.
+ */
+static void rseq_slice_rearm_deferred(void)
+{
+	lockdep_assert_irqs_disabled();
+	if (unlikely(test_thread_flag(TIF_HRTIMER_REARM))) {
+		clear_thread_flag(TIF_HRTIMER_REARM);
+		rseq_slice_hrtimer_rearm_deferred();
+	}
+}
+#else
+static inline void rseq_slice_rearm_deferred(void)
+{
+}
+#endif
 /* Counted on the CPU of the event, which is the grant's CPU. */
 static DEFINE_PER_CPU(struct rseq_slice_stats, rseq_slice_stats);
 
@@ -152,6 +221,7 @@ void rseq_slice_grant_init(void)
 					 HRTIMER_MODE_ABS_PINNED_HARD);
 		rseq_slice_inject_end_init(c);
 	}
+	rseq_slice_entry_work_init();
 }
 
 /* Module unload, after every grant ended: nothing may stay armed. */
@@ -180,14 +250,13 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	 * the grant reads as "interrupted", as upstream reports it.
 	 */
 	WRITE_ONCE(*ctrl, READ_ONCE(*ctrl) & ~(RSEQ_SLICE_EXT_REQUEST | c->w->granted));
-	if (c->audit_work)
-		clear_bit(SYSCALL_WORK_BIT_SYSCALL_AUDIT,
-			  &task_thread_info(c->task)->syscall_work);
+	if (c->entry_work && !rseq_slice_entry_work_wanted())
+		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT, &task_thread_info(c->task)->syscall_work);
 	/* Cannot be running: it would run on this CPU, with irqs on. */
 	hrtimer_try_to_cancel(&c->timer);
 	c->task = NULL;
 	c->w = NULL;
-	c->audit_work = false;
+	c->entry_work = false;
 
 	switch (why) {
 	case RSEQ_SLICE_BY_REVOKE:
@@ -229,7 +298,7 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 	 * is. A disabled mechanism grants nothing; the check here closes the
 	 * window between enabled=0 and the hook's removal.
 	 */
-	if (WARN_ON_ONCE(c->task) || !need_resched() ||
+	if (WARN_ON_ONCE(c->task) || !rseq_slice_resched_pending() ||
 	    (read_thread_flags() & RSEQ_SLICE_DENY_WORK) || !READ_ONCE(rseq_slice_enabled)) {
 		/* Interrupted without a grant: tell the thread. */
 		WRITE_ONCE(*w->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
@@ -244,19 +313,26 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 	/* A yield whose ioctl never came (its fd swapped) is forgotten here. */
 	w->yielded = false;
 	/*
-	 * Any system call while granted must be seen at its entry. Audit's
-	 * work bit makes the entry path call syscall_trace_enter(), which
-	 * hooks.c intercepts; with no audit context audit itself does nothing
-	 * for it. If audit already had the bit, it keeps it.
+	 * Any system call while granted must be seen at its entry. On 6.1
+	 * and 6.12 audit's work bit makes the entry path call
+	 * syscall_trace_enter(), which hooks.c intercepts; with no audit
+	 * context audit itself does nothing for it. On 7.2 the tracepoint's
+	 * bit makes it call trace_syscall_enter(), hooks.c's last entry
+	 * hook, which with no probe on sys_enter only returns. If the bit
+	 * was set already (audit, or a sys_enter probe), it stays.
 	 */
-	c->audit_work = !test_and_set_bit(SYSCALL_WORK_BIT_SYSCALL_AUDIT,
+	c->entry_work = !test_and_set_bit(RSEQ_SLICE_ENTRY_WORK_BIT,
 					  &current_thread_info()->syscall_work);
-	/* Defer the reschedule: the timer or the grant's end brings it back. */
+	/*
+	 * Defer the reschedule: the timer or the grant's end brings it
+	 * back. On 7.2 this clears the lazy request too.
+	 */
 	clear_tsk_need_resched(current);
 	clear_preempt_need_resched();
 	grant_ns = READ_ONCE(rseq_slice_grant_ns);
 	c->start = ktime_get_ns();
 	hrtimer_start(&c->timer, ns_to_ktime(c->start + grant_ns), HRTIMER_MODE_ABS_PINNED_HARD);
+	rseq_slice_rearm_deferred();
 	this_cpu_inc(rseq_slice_stats.granted);
 	trace_rseq_slice_grant(current->pid, grant_ns);
 	rseq_slice_inject_end_arm(c);

@@ -8,7 +8,12 @@
  *   livepatch redirects a patched function. Every other caller is let
  *   through after two compares.
  * - syscall_trace_enter(), by ftrace: reached only by threads with syscall
- *   work set, which a grant sets for its holder.
+ *   work set, which a grant sets for its holder. 7.2 inlines it into the
+ *   (noinstr) system call entry: there the hook is on its out-of-line
+ *   pieces instead, whichever the holder reaches first.
+ * - on 6.1 and 6.12 syscall_exit_to_user_mode_prepare(), on 7.2 the stubs
+ *   of its unimplemented rseq_slice_yield() (IPMODIFY), by ftrace, while
+ *   some thread is enabled through prctl: merged upstream's yield.
  * - arch_do_signal_or_restart(), by ftrace: a signal delivered to a holder
  *   ends its grant first, so the handler (and its rt_sigreturn, a system
  *   call) never runs inside a grant.
@@ -178,6 +183,18 @@ static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
  * work (seccomp, audit, ptrace, tracepoints), so the first test is one
  * per-CPU load: a holder runs on its grant's CPU, so whatever CPU this
  * reads, only a holder can match itself there.
+ *
+ * On 7.2 the same callback sits on the entry of each out-of-line piece of
+ * the inlined syscall_trace_enter(), in its order: syscall_user_dispatch()
+ * (user dispatch), ptrace_notify() (a tracer's entry stop),
+ * __secure_computing() (seccomp), trace_syscall_enter() (the bit the
+ * grant set, so always reached). The first one the holder reaches ends
+ * the grant, before whatever that piece does, as on 6.x before ptrace and
+ * seccomp see the call; the later ones find no grant. Same context. A
+ * holder reaches ptrace_notify() first at a system call's entry: it runs
+ * user code until its next kernel entry, a signal ends the grant before
+ * a tracer sees it (the signal hook), and every other ptrace event is
+ * inside a system call, whose entry came first.
  */
 static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
 					    struct ftrace_ops *op, struct ftrace_regs *fregs)
@@ -197,6 +214,7 @@ static struct ftrace_ops rseq_slice_syscall_ops = {
 	.func = rseq_slice_syscall_hook,
 };
 
+#if !RSEQ_SLICE_ENTRY_INLINED
 /*
  * syscall_exit_to_user_mode_prepare() entry: the way out of every system
  * call of every task, interrupts and preemption enabled, before ptrace,
@@ -234,6 +252,58 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 static struct ftrace_ops rseq_slice_yield_ops = {
 	.func = rseq_slice_yield_hook,
 };
+#else
+/*
+ * 7.2 has system call 471, but without CONFIG_RSEQ_SLICE_EXTENSION its
+ * entries (__x64_sys_rseq_slice_yield(), __ia32_sys_rseq_slice_yield())
+ * are weak stubs answering -ENOSYS, and syscall_exit_to_user_mode_prepare()
+ * is inlined. The stubs are ftrace-able: for a thread enabled through
+ * prctl the hook sends the call to rseq_slice_sys_yield() instead, the way
+ * livepatch replaces a function; every other thread runs the stub. Only
+ * system call 471 comes here. Unlike on 6.x the call is a real one: a
+ * seccomp filter or tracer that skips it decides its result, as on
+ * upstream's kernel.
+ *
+ * In place of the stub, with its arguments: process context, preemption
+ * enabled, current enabled through prctl (only current or unload ends
+ * that, and unload waits for an RCU Tasks grace period, see
+ * rseq_slice_merged_exit()). Merged upstream's sys_rseq_slice_yield(): 1
+ * if the call's entry ended a live grant (rseq_slice_grant_syscall()),
+ * else 0.
+ */
+static long notrace rseq_slice_sys_yield(const struct pt_regs *unused)
+{
+	struct rseq_slice_task *st = rseq_slice_task_current();
+
+	/* Only this thread writes its yield flag. */
+	return st ? rseq_slice_grant_yielded(&st->w) : 0;
+}
+
+/*
+ * The stub's entry: process context, interrupts enabled. Every call of
+ * number 471 in the system, rare where nobody uses the merged ABI.
+ */
+static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent_ip,
+					  struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	struct rseq_slice_task *st;
+	int bit;
+
+	/* Disables preemption: an RCU-sched read side for the lookup. */
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	if (bit < 0)
+		return;
+	st = rseq_slice_task_find(current);
+	if (st && st->w.merged && !rseq_slice_task_area_moved(st))
+		ftrace_regs_set_instruction_pointer(fregs, (unsigned long)rseq_slice_sys_yield);
+	ftrace_test_recursion_unlock(bit);
+}
+
+static struct ftrace_ops rseq_slice_yield_ops = {
+	.func = rseq_slice_yield_hook,
+	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+};
+#endif
 
 /*
  * arch_do_signal_or_restart() entry: the exit-to-user loop, process
@@ -461,6 +531,9 @@ static int rseq_slice_yield_sync(void)
 		ret = register_ftrace_function(&rseq_slice_yield_ops);
 	else
 		rseq_slice_unhook(&rseq_slice_yield_ops, "rseq_slice_yield()");
+	/* 7.2's hook is an IPMODIFY one: busy text, as for schedule(). */
+	if (ret == -EBUSY)
+		ret = -ETXTBSY;
 	if (!ret)
 		rseq_slice_yield_armed = want;
 	return ret;
@@ -639,16 +712,66 @@ static int rseq_slice_set_filter(struct ftrace_ops *ops, const char * const *nam
 	return -ENOENT;
 }
 
-/* Module init; @fops identifies the device's files for the yield test. */
-int rseq_slice_hooks_init(const struct file_operations *fops)
+#if RSEQ_SLICE_ENTRY_INLINED
+/* Every one of @names, or -ENOENT (and the kernel's name in the log). */
+static int rseq_slice_set_filter_all(struct ftrace_ops *ops, const char * const *names)
 {
-	static const char * const schedule_names[] = { "schedule", NULL };
-	static const char * const signal_names[] = { "arch_do_signal_or_restart", NULL };
+	unsigned long addr;
+	int ret;
+
+	for (; *names; names++) {
+		addr = rseq_slice_symbol(*names);
+		if (!addr) {
+			pr_err("%s() not found\n", *names);
+			return -ENOENT;
+		}
+		ret = ftrace_set_filter_ip(ops, addr, 0, 0);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* 7.2: the out-of-line pieces of the inlined syscall_trace_enter(). */
+static const char * const rseq_slice_syscall_names[] = {
+	"syscall_user_dispatch", "ptrace_notify", "__secure_computing", "trace_syscall_enter",
+	NULL
+};
+
+static const char * const rseq_slice_yield_names[] = {
+	"__x64_sys_rseq_slice_yield",
+#ifdef CONFIG_IA32_EMULATION
+	"__ia32_sys_rseq_slice_yield",
+#endif
+	NULL
+};
+
+static int rseq_slice_set_syscall_filters(void)
+{
+	int ret = rseq_slice_set_filter_all(&rseq_slice_syscall_ops, rseq_slice_syscall_names);
+
+	return ret ? ret : rseq_slice_set_filter_all(&rseq_slice_yield_ops,
+						     rseq_slice_yield_names);
+}
+#else
+static int rseq_slice_set_syscall_filters(void)
+{
 	static const char * const yield_names[] = { "syscall_exit_to_user_mode_prepare", NULL };
 	/* 6.1 has only a constant-propagated copy of the static function. */
 	static const char * const syscall_names[] = {
 		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
 	};
+	int ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
+
+	return ret ? ret : rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
+}
+#endif
+
+/* Module init; @fops identifies the device's files for the yield test. */
+int rseq_slice_hooks_init(const struct file_operations *fops)
+{
+	static const char * const schedule_names[] = { "schedule", NULL };
+	static const char * const signal_names[] = { "arch_do_signal_or_restart", NULL };
 	struct rseq_slice_tp_want want[] = {
 		{ "sched_switch", &rseq_slice_tp_switch },
 		{ "sched_process_exit", &rseq_slice_tp_exit },
@@ -667,13 +790,10 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 	ret = rseq_slice_set_filter(&rseq_slice_schedule_ops, schedule_names);
 	if (ret)
 		goto free_filters;
-	ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
+	ret = rseq_slice_set_syscall_filters();
 	if (ret)
 		goto free_filters;
 	ret = rseq_slice_set_filter(&rseq_slice_signal_ops, signal_names);
-	if (ret)
-		goto free_filters;
-	ret = rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
 	if (ret)
 		goto free_filters;
 

@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task_stack.h>
 #include <linux/rcupdate.h>
+#include <linux/rseq.h>
 #include <linux/wait_bit.h>
 
 #include "compat.h"
@@ -73,6 +74,9 @@ static int rseq_slice_prctl_set(unsigned long arg3)
 		return -RSEQ_SLICE_ERR_NOTSUPP;
 	if (!rseq_slice_task_rseq(current))
 		return -ENXIO;
+	/* 7.2 only: a 32-byte registration is refused, as 7.2 refuses it. */
+	if (!rseq_slice_task_rseq_usable(current))
+		return -RSEQ_SLICE_ERR_NOTSUPP;
 	/* Setting the current state again is a successful no-op. */
 	if (enable == rseq_slice_prctl_enabled())
 		return 0;
@@ -180,6 +184,9 @@ void rseq_slice_merged_exit(void)
 	 * from leaving this module's text, and may be preempted there. It
 	 * does not sleep there, and RCU Tasks waits for every task to pass
 	 * a voluntary switch or user mode: after it, none is left in here.
+	 * The same holds for 7.2's rseq_slice_yield() replacement in hooks.c,
+	 * whose hook rseq_slice_hooks_stop() removed before this: only a
+	 * thread enabled here is ever sent there.
 	 */
 	synchronize_rcu_tasks();
 }

@@ -86,6 +86,16 @@ static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
 
 enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind, struct pt_regs *regs);
 
+#ifdef CONFIG_HRTIMER_REARM_DEFERRED
+/*
+ * 7.2 moves the timer interrupt's reprogramming of the clock event device
+ * to the interrupt's return (TIF_HRTIMER_REARM), where schedule() does it
+ * if the return reschedules. A grant skips that schedule(): grant.c calls
+ * this (not exported) instead, as upstream's grant does. Interrupts off.
+ */
+extern void (*rseq_slice_hrtimer_rearm_deferred)(void);
+#endif
+
 /*
  * grant.c: what a grant needs of a thread, whoever registered it: its
  * control word (the kernel mapping of a pinned page, so that no access

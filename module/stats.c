@@ -24,6 +24,8 @@
 
 static struct dentry *rseq_slice_debugfs;
 static struct dentry *rseq_slice_upstream_debugfs;	/* rseq/, if we made it */
+/* Files we added to the kernel's own rseq/, if it has one. */
+static struct dentry *rseq_slice_upstream_files[2];
 
 /* The counters upstream has, with its names and format. */
 static void rseq_slice_show_upstream(struct seq_file *m, const struct rseq_slice_stats *sum)
@@ -94,6 +96,20 @@ static const struct file_operations rseq_slice_ext_nsec_fops = {
 	.release = single_release,
 };
 
+/* @name in the kernel's @dir unless it has one: ours, or NULL. */
+static struct dentry *rseq_slice_upstream_file(struct dentry *dir, const char *name, umode_t mode,
+					       const struct file_operations *fops)
+{
+	struct dentry *d = debugfs_lookup(name, dir);
+
+	if (d) {
+		dput(d);
+		return NULL;
+	}
+	d = debugfs_create_file(name, mode, dir, NULL, fops);
+	return IS_ERR(d) ? NULL : d;
+}
+
 void rseq_slice_stats_init(void)
 {
 	struct dentry *dir;
@@ -103,11 +119,19 @@ void rseq_slice_stats_init(void)
 	debugfs_create_file("stats", 0444, rseq_slice_debugfs, NULL, &rseq_slice_stats_fops);
 
 	/*
-	 * Upstream's names, where the kernel has no rseq/ of its own: an
-	 * existing directory (EEXIST) is the kernel's, and left alone.
+	 * Upstream's names, where the kernel has none. An existing rseq/ is
+	 * the kernel's: 7.2 has one (its rseq/debug) without stats or
+	 * slice_ext_nsec when CONFIG_RSEQ_STATS and the extension are off;
+	 * the module adds the names it lacks there and removes only those.
 	 */
 	dir = debugfs_lookup("rseq", NULL);
 	if (dir) {
+		const struct file_operations *stats = &rseq_slice_upstream_stats_fops;
+		const struct file_operations *nsec = &rseq_slice_ext_nsec_fops;
+
+		rseq_slice_upstream_files[0] = rseq_slice_upstream_file(dir, "stats", 0444, stats);
+		rseq_slice_upstream_files[1] = rseq_slice_upstream_file(dir, "slice_ext_nsec", 0644,
+									nsec);
 		dput(dir);
 		return;
 	}
@@ -127,6 +151,8 @@ struct dentry *rseq_slice_stats_dir(void)
 
 void rseq_slice_stats_exit(void)
 {
+	debugfs_remove(rseq_slice_upstream_files[0]);
+	debugfs_remove(rseq_slice_upstream_files[1]);
 	debugfs_remove_recursive(rseq_slice_upstream_debugfs);
 	debugfs_remove_recursive(rseq_slice_debugfs);
 }

@@ -12,14 +12,31 @@
  *
  * The ranges are resolved once at load time from kallsyms; the runtime
  * test is a few compares and never sleeps or faults.
+ *
+ * Three layouts are known, each checked at load; any other kernel is
+ * refused (EOPNOTSUPP) rather than guessed at:
+ * - 6.1: exit_to_user_mode_prepare() holds the loop and serves both
+ *   paths; one frame up tells them apart.
+ * - 6.12: irqentry_exit_to_user_mode() and syscall_exit_to_user_mode()
+ *   each hold an inlined copy of the loop.
+ * - 7.2: both of those are inlined. irqentry_exit() (noinstr) holds the
+ *   interrupt return's copy of the loop; the out-of-line
+ *   exit_to_user_mode_loop() serves the system call returns
+ *   (do_syscall_64(), the 32-bit entries, ret_from_fork) and the few
+ *   exception returns that bypass irqentry_exit() (int3, debug, #MC, #VC
+ *   from user space). A call from it is resolved by unwinding as on 6.1:
+ *   do_syscall_64() is a system call return, anything else is "other",
+ *   so only irqentry_exit() ever grants.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
+#include <linux/string.h>
 #include <asm/unwind.h>
 
+#include "compat.h"
 #include "rseq_slice.h"
 
 struct rseq_slice_range {
@@ -59,6 +76,10 @@ static unsigned long (*rseq_slice_lookup_name)(const char *name);
 static int (*rseq_slice_lookup_size_offset)(unsigned long addr, unsigned long *size,
 					    unsigned long *offset);
 
+#ifdef CONFIG_HRTIMER_REARM_DEFERRED
+void (*rseq_slice_hrtimer_rearm_deferred)(void);
+#endif
+
 unsigned long rseq_slice_symbol(const char *name)
 {
 	return rseq_slice_lookup_name(name);
@@ -84,6 +105,94 @@ static int rseq_slice_find_kallsyms(void)
 	return rseq_slice_lookup_size_offset ? 0 : -ENOENT;
 }
 
+/*
+ * The direct calls in [@start, @end) to @target, by their bytes: e8 and a
+ * 32-bit displacement. A byte sequence that is not an instruction would
+ * have to encode @target's exact displacement to count. A call that call
+ * depth tracking (retbleed=stuff) sent to its thunk, in the padding just
+ * before @target, counts too. Module init: kernel text, readable, never
+ * faults.
+ */
+static unsigned int rseq_slice_calls_to(unsigned long start, unsigned long end,
+					unsigned long target)
+{
+#ifdef CONFIG_FUNCTION_PADDING_BYTES
+	const unsigned long pad = CONFIG_FUNCTION_PADDING_BYTES;
+#else
+	const unsigned long pad = 0;
+#endif
+	unsigned long p, dst;
+	unsigned int n = 0;
+	s32 rel;
+
+	for (p = start; p + 5 <= end; p++) {
+		if (*(const u8 *)p != 0xe8)
+			continue;
+		memcpy(&rel, (const void *)(p + 1), sizeof(rel));
+		dst = p + 5 + rel;
+		if (dst <= target && dst + pad >= target)
+			n++;
+	}
+	return n;
+}
+
+/* The range of @name, as resolved into the table, or false. */
+static bool rseq_slice_range_of(const char *name, unsigned long *start, unsigned long *end)
+{
+	unsigned long addr = rseq_slice_lookup_name(name);
+	unsigned int i;
+
+	for (i = 0; addr && i < rseq_slice_nr_ranges; i++) {
+		if (rseq_slice_ranges[i].start == addr) {
+			*start = rseq_slice_ranges[i].start;
+			*end = rseq_slice_ranges[i].end;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The 7.2 layout (see the top of this file), checked rather than assumed:
+ * the module was written against 7.2's code only; irqentry_exit() must
+ * hold exactly one call to schedule(), its inlined loop's (its return to
+ * kernel mode preempts through preempt_schedule_irq(), not schedule()),
+ * so that every schedule() called from it is an interrupt's or
+ * exception's return to user space; exit_to_user_mode_loop() must call
+ * schedule() too, or the system call return's reschedules would be
+ * another function's, which the module does not know. And 6.1's shared
+ * function must be gone.
+ */
+static int rseq_slice_check_inlined(void)
+{
+	unsigned long sched = rseq_slice_lookup_name("schedule");
+	unsigned long irq_lo, irq_hi, loop_lo, loop_hi;
+	unsigned int irq_calls = 0, loop_calls = 0;
+	bool known;
+
+	if (!RSEQ_SLICE_ENTRY_KNOWN) {
+		pr_err("this kernel's exit-to-user path is not one this module knows\n");
+		pr_err("(the module knows Linux 7.2's inlined exit path, not this later kernel's)\n");
+		return -EOPNOTSUPP;
+	}
+	known = !rseq_slice_lookup_name("exit_to_user_mode_prepare") &&
+		rseq_slice_range_of("irqentry_exit", &irq_lo, &irq_hi) &&
+		rseq_slice_range_of("exit_to_user_mode_loop", &loop_lo, &loop_hi) &&
+		rseq_slice_lookup_name("do_syscall_64") && sched;
+	if (known) {
+		irq_calls = rseq_slice_calls_to(irq_lo, irq_hi, sched);
+		loop_calls = rseq_slice_calls_to(loop_lo, loop_hi, sched);
+		known = irq_calls == 1 && loop_calls >= 1;
+	}
+	if (!known) {
+		pr_err("this kernel's exit-to-user path is not one this module knows\n");
+		pr_err("(not the Linux 7.2 code the module was written against: irqentry_exit() calls schedule() %u times, exit_to_user_mode_loop() %u times; 1 and at least 1 expected)\n",
+		       irq_calls, loop_calls);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
 int rseq_slice_symbols_init(void)
 {
 	bool irq = false, shared_or_direct = false, own_returns;
@@ -96,6 +205,14 @@ int rseq_slice_symbols_init(void)
 		pr_err("cannot resolve kallsyms_lookup_name: %d\n", ret);
 		return ret;
 	}
+#ifdef CONFIG_HRTIMER_REARM_DEFERRED
+	rseq_slice_hrtimer_rearm_deferred =
+		(void *)rseq_slice_lookup_name("__hrtimer_rearm_deferred");
+	if (!rseq_slice_hrtimer_rearm_deferred) {
+		pr_err("cannot resolve __hrtimer_rearm_deferred\n");
+		return -ENOENT;
+	}
+#endif
 
 	rseq_slice_exit_lo = ULONG_MAX;
 	for (i = 0; i < ARRAY_SIZE(rseq_slice_exit_funcs); i++) {
@@ -126,10 +243,12 @@ int rseq_slice_symbols_init(void)
 	own_returns = rseq_slice_lookup_name("irqentry_exit_to_user_mode") &&
 		      (rseq_slice_lookup_name("syscall_exit_to_user_mode") ||
 		       rseq_slice_lookup_name("syscall_exit_to_user_mode_work"));
+	if (!own_returns && irq && shared_or_direct && RSEQ_SLICE_ENTRY_INLINED)
+		return rseq_slice_check_inlined();
 	if (!irq || !shared_or_direct || !own_returns) {
 		pr_err("this kernel's exit-to-user path is not one this module knows\n");
 		if (!own_returns)
-			pr_err("(irqentry_exit_to_user_mode() and syscall_exit_to_user_mode() are inlined here: the return paths cannot be told apart)\n");
+			pr_err("(irqentry_exit_to_user_mode() and syscall_exit_to_user_mode() are inlined here and this is not the 7.2 code the module was written against: the return paths cannot be told apart)\n");
 		/* insmod: "Operation not supported", not "unknown symbol". */
 		return -EOPNOTSUPP;
 	}

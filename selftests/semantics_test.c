@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -146,9 +147,35 @@ TEST_F(sem, grant_then_yield)
  */
 #define LIVE_YIELDS	50
 
+/*
+ * Can the scheduler's own hrtick timer ask for the reschedule? With the
+ * sched feature HRTICK (on by default in Debian's 7.2) it reschedules at
+ * the end of the thread's slice, also while the noise thread sleeps: a
+ * grant on that request is a grant like any other (upstream's too), and
+ * its yield finds nothing else to run. Measured on 7.2.13 with 2 ms
+ * noise: 24-25 of 50 yields switched to the noise thread with HRTICK,
+ * 49 of 50 with NO_HRTICK. debugfs says, for root; otherwise assume it
+ * of Linux 7 and later.
+ */
+static bool sched_hrtick_maybe(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/sched/features", "r");
+	struct utsname u;
+	char feat[32];
+	bool on = false;
+
+	if (f) {
+		while (fscanf(f, "%31s", feat) == 1)
+			on |= !strcmp(feat, "HRTICK");
+		fclose(f);
+		return on;
+	}
+	return !uname(&u) && atoi(u.release) >= 7;
+}
+
 TEST_F_TIMEOUT(sem, yield_switches_out, 600)
 {
-	unsigned int live = 0, switched = 0, tries = 0;
+	unsigned int live = 0, switched = 0, tries = 0, want;
 	uint64_t end = now_ns() + 300 * 1000000000ULL;
 
 	while (live < LIVE_YIELDS && now_ns() < end) {
@@ -172,9 +199,11 @@ TEST_F_TIMEOUT(sem, yield_switches_out, 600)
 	ASSERT_EQ(LIVE_YIELDS, live);
 	/*
 	 * Another wakeup than the noise's can have asked for the reschedule
-	 * now and then, and then another task ran: "most", not all.
+	 * now and then, and then another task ran: "most", not all. Where
+	 * the noise sleeps long and hrtick asks too (above), a quarter.
 	 */
-	EXPECT_LE(live * 3 / 4, switched);
+	want = variant->noise_sleep_ns > 1000000 && sched_hrtick_maybe() ? live / 4 : live * 3 / 4;
+	EXPECT_LE(want, switched);
 }
 
 /*

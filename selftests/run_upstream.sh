@@ -24,8 +24,9 @@
 # no variant ever sees one, with upstream's own implementation too
 # (measured on the reference kernel with clocksource=hpet: Yielded 0,
 # Aborted 0). Under emulation the kernel may mark the TSC unstable and
-# switch at any time (6.1 does at boot); tsc=reliable on the command line
-# keeps it. The clocksource is printed with each binary's results.
+# switch at any time (6.1 does at boot); tsc=reliable on the command line,
+# which scripts/vm gives every guest, keeps it. The clocksource is printed
+# with each binary's results.
 #   run_upstream [SET]...
 set -u
 GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.pthread.rseq=0"

@@ -580,6 +580,10 @@ rs_build_insn_plugin() {
 # (writable, gone at power-off). The host's /etc/apt is only read (its
 # proxy and validity-check settings apply inside, as for rs_chroot).
 RS_ROOTFS_SUITE=bookworm
+# The real programs of scripts/bench --programs and scripts/test --programs
+# (selftests/bench/programs.sh): sysbench, RocksDB's cache_bench,
+# memcached and memaslap (memcaslap, with memcping).
+RS_PROGRAMS_PKGS="sysbench rocksdb-tools memcached libmemcached-tools"
 # Bump when what goes into a tree changes: every cached archive is then
 # made again.
 RS_ROOTFS_RECIPE=1
@@ -659,7 +663,7 @@ rs_rootfs() {
 	mv "$RS_ROOTFS_CPIO.tmp" "$RS_ROOTFS_CPIO"
 	printf '%s\n' "$pkgs" >"${RS_ROOTFS_CPIO%.cpio}.pkgs"
 	rm -rf --one-file-system "$tmp"
-	rs_log "rootfs: $suite with ${pkgs:-nothing more}: $((SECONDS - t)) s, $(du -m "$RS_ROOTFS_CPIO" | cut -f1) MB"
+	rs_log "rootfs: $suite with ${pkgs% }: $((SECONDS - t)) s, $(du -m "$RS_ROOTFS_CPIO" | cut -f1) MB"
 	exec {lock}>&-
 }
 # ---- end of Debian root file systems ----

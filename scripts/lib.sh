@@ -640,7 +640,7 @@ rs_rootfs() {
 	printf '#!/bin/sh\nexit 101\n' >"$tmp/rootfs/usr/sbin/policy-rc.d"
 	chmod 0755 "$tmp/rootfs/usr/sbin/policy-rc.d"
 	if [ -n "$pkgs" ]; then
-		rs_log "rootfs: installing $pkgs"
+		rs_log "rootfs: installing ${pkgs% }"
 		# shellcheck disable=SC2086 # pkgs is a list of package names
 		if ! { rs_in_chroot "$tmp/rootfs" apt-get -q update &&
 			rs_in_chroot "$tmp/rootfs" apt-get -q -y --no-install-recommends install $pkgs; } \

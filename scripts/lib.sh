@@ -287,7 +287,7 @@ rs_kernel() {
 	6.1-debug|7.2-base|7.2-upstream)
 		# Built here (scripts/build-kernel), cached; the object tree
 		# is the kbuild tree. 7.2-upstream has upstream's extension
-		# built in, and the module refuses such a kernel (EEXIST):
+		# built in, and the module refuses such a kernel (EBUSY):
 		# it boots without the module, as a bare bzImage does.
 		RS_KDIR=$("$RS_TOP/scripts/build-kernel" "$1" | tail -n1) ||
 			rs_die "the $1 kernel did not build"

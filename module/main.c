@@ -125,11 +125,14 @@ static int __init rseq_slice_init(void)
 	/*
 	 * A kernel built with the feature has its own grants, prctl and
 	 * yield: two mechanisms on one control word would fight. Use the
-	 * kernel's.
+	 * kernel's. EBUSY, not EEXIST: init_module() reserves EEXIST for "a
+	 * module of this name is loaded", and 7.x, the only kernels with the
+	 * feature, turn a module's EEXIST into EBUSY anyway (seen on
+	 * 7.2-upstream).
 	 */
 	if (rseq_slice_symbol("rseq_slice_extension_prctl")) {
 		pr_err("this kernel has CONFIG_RSEQ_SLICE_EXTENSION: use its prctl(PR_RSEQ_SLICE_EXTENSION) instead\n");
-		return -EEXIST;
+		return -EBUSY;
 	}
 	rseq_slice_grant_init();
 	ret = rseq_slice_hooks_init(&rseq_slice_fops);

@@ -6,14 +6,30 @@
 # unloaded / loaded without REQUEST / loaded with extension; on the
 # reference kernel (upstream's implementation in-kernel, no module) they
 # are without REQUEST / with upstream's extension.
-#   bench.sh [-q]      -q: the short version (one lock, one length)
+#   bench.sh [-q] [-g NS] [-m]
+#                      -q: the short version (one lock, one length)
+#                      -g NS: the grant length of every extension arm, the
+#                      module's grant_ns or upstream's slice_ext_nsec
+#                      (default 30000, the module's default)
+#                      -m: with the module, also the merged (7.2) ABI's
+#                      arms (prctl, slice_ctrl, rseq_slice_yield()), the
+#                      ABI upstream's arms use (scripts/bench --twins)
 #   bench.sh -i        instruction counts instead (under scripts/vm
 #                      --count-insns): costbench's -I arms only, see insns()
 set -u
 quick=0
-[ "${1:-}" = -q ] && quick=1
 insns=0
-[ "${1:-}" = -i ] && insns=1
+grant=30000
+merged=0
+while getopts qig:m o; do
+	case $o in
+	q) quick=1 ;;
+	i) insns=1 ;;
+	g) grant=$OPTARG ;;
+	m) merged=1 ;;
+	*) echo "usage: bench.sh [-q] [-g NS] [-m] | -i" >&2; exit 2 ;;
+	esac
+done
 secs=3
 css="1000 5000 20000"
 locks="tas ticket"
@@ -65,7 +81,9 @@ trace_off_report() {
 	}' $T/trace
 }
 unload() { loaded && rmmod rseq_slice; }
-load() { loaded || insmod /lib/rseq_slice.ko; }
+load() { loaded || insmod /lib/rseq_slice.ko grant_ns=$grant; }
+# The module the guest loaded at boot has the default length.
+loaded && echo $grant >/sys/module/rseq_slice/parameters/grant_ns
 
 lock_arms() {
 	for cs in $css; do
@@ -75,12 +93,13 @@ lock_arms() {
 				unloaded) unload; m=none ;;
 				no-request) m=none ;;
 				extension) load; m=module ;;
+				merged) load; m=upstream ;;
 				upstream) m=upstream ;;
 				esac
-				[ $arm = extension ] && trace_on
+				case $arm in extension | merged) trace_on ;; esac
 				./lockbench -a "$arm" -m $m -l "$l" -t $threads -n $noise \
 					-c "$cs" -d $secs || echo "# lockbench $arm failed"
-				[ $arm = extension ] && trace_off_report "$l-$cs"
+				case $arm in extension | merged) trace_off_report "$l-$cs-$arm" ;; esac
 			done
 		done
 	done
@@ -131,14 +150,14 @@ insns() {
 abi=module
 [ $upstream = 1 ] && abi=upstream
 if [ $insns = 1 ]; then
-	[ $upstream = 1 ] && echo 30000 >/sys/kernel/debug/rseq/slice_ext_nsec
+	[ $upstream = 1 ] && echo "$grant" >/sys/kernel/debug/rseq/slice_ext_nsec
 	insns
 	exit 0
 fi
 
 if [ $upstream = 1 ]; then
-	# Same grant length as the module's default, so the arms compare.
-	echo 30000 >/sys/kernel/debug/rseq/slice_ext_nsec
+	# The module's grant length (default 30000), so the arms compare.
+	echo "$grant" >/sys/kernel/debug/rseq/slice_ext_nsec
 	lock_arms no-request upstream
 	for b in yield expiry; do
 		./costbench $b -m upstream || echo "# costbench $b failed"
@@ -150,10 +169,15 @@ if [ $upstream = 1 ]; then
 	exit 0
 fi
 
-lock_arms no-request extension unloaded
+if [ $merged = 1 ]; then
+	lock_arms no-request extension merged unloaded
+else
+	lock_arms no-request extension unloaded
+fi
 load
 for b in yield expiry; do
 	./costbench $b -m module || echo "# costbench $b failed"
+	[ $merged = 1 ] && { ./costbench $b -m upstream || echo "# costbench $b -m upstream failed"; }
 done
 # Cost for everyone else, interleaved so that drift hits every arm alike.
 r=0

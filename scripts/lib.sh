@@ -23,6 +23,8 @@
 #   upstream/                 linux-source-7.2's .deb from sid, and the part
 #                             of its source upstream's rseq selftests need
 #   debug-6.1/                the debug kernel (scripts/build-debug-kernel)
+#   7.2-twins/                the 7.2 twins, 7.2-base and 7.2-upstream
+#                             (scripts/build-kernel): one source, two trees
 
 RS_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RS_CACHE=${RSEQ_SLICE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rseq-slice}
@@ -433,7 +435,9 @@ rs_private_apt() {
 
 # rs_upstream_src: sets RS_UPSTREAM_SRC, the top of an extracted
 # linux-source-7.2 holding what upstream's rseq selftests need (their
-# folder, the selftest harness, tools/include), and RS_UPSTREAM_VERSION.
+# folder, the selftest harness, tools/include), RS_UPSTREAM_VERSION, and
+# RS_UPSTREAM_DEB, the .deb (whose whole tarball scripts/build-kernel
+# builds the 7.2 twins from).
 # The .deb and the extracted part are cached: a warm machine does no
 # network access, and fresh clones share them. sid's lists are fetched
 # (private apt-get update) only when no .deb is cached yet and the lists
@@ -475,6 +479,7 @@ rs_upstream_src() {
 	exec {lock}>&-
 	RS_UPSTREAM_SRC=$d/$top
 	RS_UPSTREAM_VERSION=$v
+	RS_UPSTREAM_DEB=$deb
 }
 
 # The prebuilt upstream binaries (../shared/reference), where there are.

@@ -284,11 +284,16 @@ rs_kernel() {
 		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 		return 0 ;;
-	6.1-debug)
-		RS_KDIR=$("$RS_TOP/scripts/build-debug-kernel" | tail -n1) ||
-			rs_die "the debug kernel did not build"
+	6.1-debug|7.2-base|7.2-upstream)
+		# Built here (scripts/build-kernel), cached; the object tree
+		# is the kbuild tree. 7.2-upstream has upstream's extension
+		# built in, and the module refuses such a kernel (EEXIST):
+		# it boots without the module, as a bare bzImage does.
+		RS_KDIR=$("$RS_TOP/scripts/build-kernel" "$1" | tail -n1) ||
+			rs_die "the $1 kernel did not build"
 		RS_BZIMAGE=$RS_KDIR/arch/x86/boot/bzImage
 		RS_KVER=$(cat "$RS_KDIR/include/config/kernel.release")
+		[ "$1" = 7.2-upstream ] && RS_KDIR=
 		return 0 ;;
 	*)
 		[ -f "$1" ] || rs_die "--kernel: no such kernel or file: $1"

@@ -49,10 +49,18 @@ __attribute__((constructor)) static void merged_without_glibc_rseq(int argc, cha
 	exit(1);
 }
 
-/* One counter of rseq/stats (upstream's name, also the module's): -1 if unreadable. */
+/*
+ * One counter of rseq/stats (upstream's name, also the module's): -1 if
+ * unreadable. A 7.2 kernel with CONFIG_RSEQ_STATS and the extension off
+ * (7.2-base) has an rseq/stats of its own without the slice lines, which
+ * the module cannot add to: there the module's counters of the same names
+ * are read from its rseq_slice/stats.
+ */
 static long long merged_stat(const char *name)
 {
-	return stat_file_value(MERGED_STATS, name);
+	long long v = stat_file_value(MERGED_STATS, name);
+
+	return v >= 0 ? v : stat_file_value(SLICE_STATS, name);
 }
 
 /* Nanoseconds left until @end (CLOCK_MONOTONIC), 0 once passed. */

@@ -571,3 +571,109 @@ rs_build_insn_plugin() {
 		rs_die "the instruction counting plugin did not build"
 	RS_INSN_PLUGIN=$out/insn_count.so
 }
+
+# ---- Debian root file systems for the guests (scripts/vm --rootfs) ----
+#
+# rs_rootfs PKG...: a Debian 12 (bookworm, the host's release) user space
+# for the guests, as an uncompressed cpio archive whose files all sit under
+# rootfs/ (scripts/vm appends it to the initramfs; guest-init chroots into
+# /rootfs). Sets RS_ROOTFS_CPIO. Cached in $RS_CACHE/rootfs/:
+#   bookworm-base/        debootstrap --variant=minbase, made once
+#   bookworm-KEY.cpio     the base plus PKG... (apt-get inside, no
+#                         recommends), KEY a hash of the package set and
+#                         of RS_ROOTFS_RECIPE: a warm run does no network
+#                         access and copies nothing but the archive
+# An archive rather than a disk image: Debian's kernels have virtio,
+# the block layer's drivers and ext4 as modules, which an initramfs would
+# have to carry per kernel; an archive boots on any of them, the debug
+# and the reference kernel included. The tree lives in the guest's RAM
+# (writable, gone at power-off). The host's /etc/apt is only read (its
+# proxy and validity-check settings apply inside, as for rs_chroot).
+RS_ROOTFS_SUITE=bookworm
+# The real programs of scripts/bench --programs and scripts/test --programs
+# (selftests/bench/programs.sh): sysbench, RocksDB's cache_bench,
+# memcached and memaslap (memcaslap, with memcping).
+RS_PROGRAMS_PKGS="sysbench rocksdb-tools memcached libmemcached-tools"
+# Bump when what goes into a tree changes: every cached archive is then
+# made again.
+RS_ROOTFS_RECIPE=1
+
+rs_rootfs_sources() {
+	echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR $RS_ROOTFS_SUITE main"
+	echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR $RS_ROOTFS_SUITE-updates main"
+	echo "deb [signed-by=$RS_KEYRING] http://security.debian.org/debian-security $RS_ROOTFS_SUITE-security main"
+}
+
+rs_rootfs() {
+	local suite=$RS_ROOTFS_SUITE dir=$RS_CACHE/rootfs key base lock tmp t pkgs
+	pkgs=$(printf '%s\n' "$@" | sed '/^$/d' | sort -u | tr '\n' ' ')
+	key=$(printf '%s\n' "$RS_ROOTFS_RECIPE" "$suite" "$pkgs" | sha256sum | cut -c1-16)
+	RS_ROOTFS_CPIO=$dir/$suite-$key.cpio
+	[ -s "$RS_ROOTFS_CPIO" ] && return 0
+	mkdir -p "$dir"
+	exec {lock}>"$dir/.lock"
+	flock "$lock"
+	if [ -s "$RS_ROOTFS_CPIO" ]; then
+		exec {lock}>&-
+		return 0
+	fi
+	[ "$(id -u)" -eq 0 ] || rs_die "the Debian root file system ($pkgs) is not cached yet; making it needs root (debootstrap)"
+	rs_need_pkgs debootstrap cpio
+	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
+	base=$dir/$suite-base
+	if [ ! -f "$base/.rs-debootstrap.done" ]; then
+		# Made aside and moved into place when complete.
+		rs_log "rootfs: debootstrap --variant=minbase $suite into $base"
+		t=$SECONDS
+		rm -rf --one-file-system "$base.tmp"
+		if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$base.tmp" "$RS_MIRROR" \
+			>"$dir/$suite-base.log" 2>&1; then
+			tail -n 30 "$dir/$suite-base.log" >&2
+			rm -rf --one-file-system "$base.tmp"
+			rs_die "debootstrap $suite failed (log: $dir/$suite-base.log)"
+		fi
+		mkdir -p "$base.tmp/usr/share/keyrings"
+		cp "$RS_KEYRING" "$base.tmp$RS_KEYRING"
+		rs_rootfs_sources >"$base.tmp/etc/apt/sources.list"
+		apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
+			>"$base.tmp/etc/apt/apt.conf.d/00rseq-slice-host" || true
+		touch "$base.tmp/.rs-debootstrap.done"
+		rm -rf --one-file-system "$base"
+		mv -T "$base.tmp" "$base"
+		rs_log "rootfs: debootstrap $suite: $((SECONDS - t)) s"
+	fi
+	t=$SECONDS
+	tmp=$(mktemp -d "$dir/$suite-$key.tmp.XXXXXX")
+	cp -a "$base" "$tmp/rootfs"
+	rm -f "$tmp/rootfs/.rs-debootstrap.done"
+	# No service starts inside the build (memcached's postinst would).
+	printf '#!/bin/sh\nexit 101\n' >"$tmp/rootfs/usr/sbin/policy-rc.d"
+	chmod 0755 "$tmp/rootfs/usr/sbin/policy-rc.d"
+	if [ -n "$pkgs" ]; then
+		rs_log "rootfs: installing ${pkgs% }"
+		# shellcheck disable=SC2086 # pkgs is a list of package names
+		if ! { rs_in_chroot "$tmp/rootfs" apt-get -q update &&
+			rs_in_chroot "$tmp/rootfs" apt-get -q -y --no-install-recommends install $pkgs; } \
+			>"$dir/$suite-$key.log" 2>&1; then
+			tail -n 30 "$dir/$suite-$key.log" >&2
+			rm -rf --one-file-system "$tmp"
+			rs_die "apt-get install $pkgs in the $suite root file system failed (log: $dir/$suite-$key.log)"
+		fi
+	fi
+	rm -f "$tmp/rootfs/usr/sbin/policy-rc.d"
+	# The guest's user (scripts/vm --user), its loopback name, and none
+	# of what only apt and people need: lists, caches, documentation.
+	rs_in_chroot "$tmp/rootfs" useradd -u 1000 -U -d /work -M -s /bin/sh user >/dev/null
+	printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$tmp/rootfs/etc/hosts"
+	rm -rf "$tmp/rootfs/var/lib/apt/lists/"* "$tmp/rootfs/var/cache/apt/"*.bin \
+		"$tmp/rootfs/var/cache/apt/archives/"*.deb "$tmp/rootfs/usr/share/doc/"* \
+		"$tmp/rootfs/usr/share/man/"* "$tmp/rootfs/usr/share/info/"* "$tmp/rootfs/usr/share/locale/"*
+	mkdir -p "$tmp/rootfs/work" "$tmp/rootfs/rs"
+	(cd "$tmp" && find rootfs | cpio -o -H newc --quiet) >"$RS_ROOTFS_CPIO.tmp"
+	mv "$RS_ROOTFS_CPIO.tmp" "$RS_ROOTFS_CPIO"
+	printf '%s\n' "$pkgs" >"${RS_ROOTFS_CPIO%.cpio}.pkgs"
+	rm -rf --one-file-system "$tmp"
+	rs_log "rootfs: $suite with ${pkgs% }: $((SECONDS - t)) s, $(du -m "$RS_ROOTFS_CPIO" | cut -f1) MB"
+	exec {lock}>&-
+}
+# ---- end of Debian root file systems ----

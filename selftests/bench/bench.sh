@@ -101,7 +101,7 @@ insns() {
 		if [ $upstream = 0 ]; then
 			for b in syscall pipe fork switch; do
 				case $b in
-				syscall) i=2000 ;; fork) i=100 ;; *) i=1000 ;;
+				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
 				unload
 				./costbench $b -i $i -I unloaded/r$r
@@ -125,7 +125,7 @@ insns() {
 		if [ $upstream = 1 ]; then
 			for b in syscall pipe fork switch; do
 				case $b in
-				syscall) i=2000 ;; fork) i=100 ;; *) i=1000 ;;
+				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
 				./costbench $b -i $i -I none/r$r
 			done

@@ -377,7 +377,7 @@ static int count_mechanism(const char *what, enum rseq_slice_backend mode, long 
 	}
 	pthread_create(&th, NULL, sleeper_fn, &cpu);
 	mark_name(what, name);
-	while (n < iters && misses < 1000) {
+	while (n < iters && misses < 10 * iters) {
 		long seen = LOAD(noise_wakes);
 
 		mark_start();

@@ -152,9 +152,15 @@ static struct ftrace_ops rseq_slice_prctl_ops = {
  */
 int rseq_slice_merged_init(void)
 {
-	unsigned long addr = rseq_slice_symbol("security_task_prctl");
+	unsigned long addr;
 	int ret;
 
+	/* prctl(79) then gets the kernel's own EINVAL, and 471 its ENOSYS. */
+	if (!rseq_slice_merged_abi) {
+		pr_info("merged ABI off (merged_abi=0): only the device's ioctls\n");
+		return 0;
+	}
+	addr = rseq_slice_symbol("security_task_prctl");
 	ret = addr ? ftrace_set_filter_ip(&rseq_slice_prctl_ops, addr, 0, 0) : -ENOENT;
 	if (!ret)
 		ret = register_ftrace_function(&rseq_slice_prctl_ops);

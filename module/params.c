@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Module parameters. All of them can be written at runtime through
+ * Module parameters. All but merged_abi can be written at runtime through
  * /sys/module/rseq_slice/parameters/; readers on hot paths use READ_ONCE()
  * and tolerate a value changing under them. The value of enabled lives
  * here; its setter, which arms and disarms the hooks, is in hooks.c.
@@ -18,6 +18,7 @@ unsigned int rseq_slice_grant_ns = RSEQ_SLICE_GRANT_NS_DEFAULT;
 bool rseq_slice_enabled = true;
 bool rseq_slice_debug;
 int rseq_slice_foreign = RSEQ_SLICE_FOREIGN_KILL;
+bool rseq_slice_merged_abi = true;
 
 static int grant_ns_set(const char *val, const struct kernel_param *kp)
 {
@@ -70,6 +71,14 @@ MODULE_PARM_DESC(foreign_syscall,
 
 module_param_named(debug, rseq_slice_debug, bool, 0644);
 MODULE_PARM_DESC(debug, "Check the control word at yield and syscall entry; SIGSEGV on a violation (default 0)");
+
+/*
+ * Read at load only: the prctl hook is registered for the module's
+ * lifetime (merged.c), so switching it later would strand enabled threads.
+ */
+module_param_named(merged_abi, rseq_slice_merged_abi, bool, 0444);
+MODULE_PARM_DESC(merged_abi,
+		 "Offer merged upstream's prctl and rseq_slice_yield() to every thread, as Linux 7.x does (default 1); 0: only the device's ioctls, whose permissions udev sets");
 
 #ifdef RSEQ_SLICE_FAULT_INJECT
 /* Fault injection counts, set through debugfs (inject.c). */

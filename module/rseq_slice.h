@@ -60,6 +60,7 @@ extern unsigned int rseq_slice_grant_ns;
 extern bool rseq_slice_enabled;
 extern bool rseq_slice_debug;
 extern int rseq_slice_foreign;
+extern bool rseq_slice_merged_abi;
 
 /* symbols.c: which return path a call to schedule() comes from. */
 enum rseq_slice_exit {

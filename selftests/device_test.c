@@ -2,10 +2,12 @@
 /*
  * The misc device and the module's life: /dev/rseq_slice exists with mode
  * 0666, users can open it, unloading while the device is open is refused,
- * and 20 load/unload rounds work (unknown ioctls: abi_test). The module
- * file is RSEQ_SLICE_KO (the lane puts it at /lib/rseq_slice.ko).
+ * 20 load/unload rounds work (unknown ioctls: abi_test), and merged_abi=0
+ * leaves only the device. The module file is RSEQ_SLICE_KO (the lane puts
+ * it at /lib/rseq_slice.ko).
  */
 #include "slice_util.h"
+#include "merged_util.h"
 
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -102,6 +104,44 @@ TEST_F_TIMEOUT(modload, load_unload_20_rounds, 300)
 		close(fd);
 	}
 	EXPECT_TRUE(slice_module_loaded());
+}
+
+/*
+ * merged_abi=0: prctl(79) and system call 471 get what a kernel without
+ * them answers (EINVAL, ENOSYS), for root as for anyone, so the device's
+ * permissions (the package's udev rule) decide alone who may use the
+ * extension; the device itself works as before.
+ */
+TEST_F(modload, merged_abi_off)
+{
+	char val[8] = "";
+	int fd;
+
+	if (!is_root())
+		SKIP(return, "loading needs root");
+	if (merged_glibc_owns_rseq() ? 0 : merged_register())
+		SKIP(return, "no rseq area");
+	if (slice_module_loaded())
+		ASSERT_EQ(0, slice_unload_module());
+	ASSERT_EQ(0, slice_load_module("merged_abi=0"));
+	fd = open("/sys/module/rseq_slice/parameters/merged_abi", O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_LT(0, read(fd, val, sizeof(val) - 1));
+	close(fd);
+	EXPECT_STREQ("N\n", val);
+	EXPECT_EQ(-EINVAL, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
+	EXPECT_EQ(-EINVAL, merged_get());
+	EXPECT_EQ(-ENOSYS, merged_yield());
+	fd = slice_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
+	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
+	close(fd);
+	/* The default again: the prctl answers. */
+	ASSERT_EQ(0, slice_unload_module());
+	ASSERT_EQ(0, slice_load_module(""));
+	EXPECT_EQ(0, merged_get());
 }
 
 TEST_HARNESS_MAIN

@@ -13,6 +13,12 @@ lib:
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
+# Without DKMS: into /lib/modules/VERSION/updates of KDIR's kernel, then
+# depmod (kbuild skips it for a headers-only tree, which has no System.map).
+install: module
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
+	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
+
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C lib clean
@@ -23,4 +29,4 @@ selftests:
 check:
 	scripts/test
 
-.PHONY: all lib module clean selftests check
+.PHONY: all lib module install clean selftests check

@@ -178,4 +178,4 @@ module_exit(rseq_slice_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Time slice extension (rseq slice) for kernels without CONFIG_RSEQ_SLICE_EXTENSION");
 MODULE_AUTHOR("rseq-slice developers");
-MODULE_VERSION("0.1");
+MODULE_VERSION("1.0");

@@ -37,6 +37,22 @@ set -E
 trap 'echo "${0##*/}: line $LINENO: \"$BASH_COMMAND\" failed" >&2' ERR
 rs_die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 2; }
 
+# rs_klog_errors FILE...: the kernel's error lines in the guest logs FILE...
+# (BUG, WARNING, Oops, lockdep, KASAN, kmemleak, ...), each once; false
+# when there are none.
+rs_klog_errors() {
+	local pat
+	pat='BUG:|WARNING:|Oops|general protection fault|scheduling while atomic'
+	pat+='|sleeping function called from invalid context|RCU stall|rcu_sched detected stall'
+	pat+='|rcu: INFO:|list_add corruption|list_del corruption|\] BUG |^BUG '
+	pat+='|Object padding overwritten|Redzone overwritten|Poison overwritten|Freepointer corrupt'
+	pat+='|UBSAN:|possible recursive locking|possible circular locking|inconsistent lock state'
+	pat+='|suspicious RCU usage|DEBUG_LOCKS_WARN_ON|INFO: lockdep|held lock freed'
+	pat+='|ODEBUG:|unreferenced object|soft lockup|hard LOCKUP'
+	pat+='|blocked for more than|Kernel panic|kernel BUG'
+	cat "$@" | tr -d '\r' | grep -aE "$pat" | sort -u
+}
+
 # Install missing Debian packages (root only). apt-get update only runs when
 # a package is unknown, so a warm machine does no network access.
 rs_need_pkgs() {
@@ -604,6 +620,39 @@ rs_rootfs_sources() {
 	echo "deb [signed-by=$RS_KEYRING] http://security.debian.org/debian-security $RS_ROOTFS_SUITE-security main"
 }
 
+# rs_rootfs_base: RS_ROOTFS_BASE, the debootstrap --variant=minbase tree of
+# RS_ROOTFS_SUITE that rs_rootfs and the DKMS lane's disk image start from,
+# made once (root) and never changed: users copy it. The caller holds
+# $RS_CACHE/rootfs/.lock.
+rs_rootfs_base() {
+	local suite=$RS_ROOTFS_SUITE dir=$RS_CACHE/rootfs base t
+	base=$dir/$suite-base
+	RS_ROOTFS_BASE=$base
+	[ -f "$base/.rs-debootstrap.done" ] && return 0
+	[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite base tree is not cached yet; making it needs root (debootstrap)"
+	rs_need_pkgs debootstrap
+	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
+	# Made aside and moved into place when complete.
+	rs_log "rootfs: debootstrap --variant=minbase $suite into $base"
+	t=$SECONDS
+	rm -rf --one-file-system "$base.tmp"
+	if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$base.tmp" "$RS_MIRROR" \
+		>"$dir/$suite-base.log" 2>&1; then
+		tail -n 30 "$dir/$suite-base.log" >&2
+		rm -rf --one-file-system "$base.tmp"
+		rs_die "debootstrap $suite failed (log: $dir/$suite-base.log)"
+	fi
+	mkdir -p "$base.tmp/usr/share/keyrings"
+	cp "$RS_KEYRING" "$base.tmp$RS_KEYRING"
+	rs_rootfs_sources >"$base.tmp/etc/apt/sources.list"
+	apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
+		>"$base.tmp/etc/apt/apt.conf.d/00rseq-slice-host" || true
+	touch "$base.tmp/.rs-debootstrap.done"
+	rm -rf --one-file-system "$base"
+	mv -T "$base.tmp" "$base"
+	rs_log "rootfs: debootstrap $suite: $((SECONDS - t)) s"
+}
+
 rs_rootfs() {
 	local suite=$RS_ROOTFS_SUITE dir=$RS_CACHE/rootfs key base lock tmp t pkgs
 	pkgs=$(printf '%s\n' "$@" | sed '/^$/d' | sort -u | tr '\n' ' ')
@@ -618,30 +667,9 @@ rs_rootfs() {
 		return 0
 	fi
 	[ "$(id -u)" -eq 0 ] || rs_die "the Debian root file system ($pkgs) is not cached yet; making it needs root (debootstrap)"
-	rs_need_pkgs debootstrap cpio
-	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-	base=$dir/$suite-base
-	if [ ! -f "$base/.rs-debootstrap.done" ]; then
-		# Made aside and moved into place when complete.
-		rs_log "rootfs: debootstrap --variant=minbase $suite into $base"
-		t=$SECONDS
-		rm -rf --one-file-system "$base.tmp"
-		if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$base.tmp" "$RS_MIRROR" \
-			>"$dir/$suite-base.log" 2>&1; then
-			tail -n 30 "$dir/$suite-base.log" >&2
-			rm -rf --one-file-system "$base.tmp"
-			rs_die "debootstrap $suite failed (log: $dir/$suite-base.log)"
-		fi
-		mkdir -p "$base.tmp/usr/share/keyrings"
-		cp "$RS_KEYRING" "$base.tmp$RS_KEYRING"
-		rs_rootfs_sources >"$base.tmp/etc/apt/sources.list"
-		apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
-			>"$base.tmp/etc/apt/apt.conf.d/00rseq-slice-host" || true
-		touch "$base.tmp/.rs-debootstrap.done"
-		rm -rf --one-file-system "$base"
-		mv -T "$base.tmp" "$base"
-		rs_log "rootfs: debootstrap $suite: $((SECONDS - t)) s"
-	fi
+	rs_need_pkgs cpio
+	rs_rootfs_base
+	base=$RS_ROOTFS_BASE
 	t=$SECONDS
 	tmp=$(mktemp -d "$dir/$suite-$key.tmp.XXXXXX")
 	cp -a "$base" "$tmp/rootfs"

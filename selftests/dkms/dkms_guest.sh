@@ -1,0 +1,186 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The DKMS lane's guest side (scripts/dkms-lane): run by systemd at each
+# boot of the Debian 12 guest, from the lane's second disk (/run/rs), as
+# root. Boot 1 (6.1): install, use, a kernel update; boot 2 (the 6.12 it
+# installed): loaded at boot, remove, purge. The stage is the kernel command line's rs_stage=N. Prints TAP
+# lines without numbers, and "# stage N done" at the end; then systemd
+# powers the guest off.
+set -u
+RS=/run/rs
+LOG=/var/log/rs-lane
+STATE=/var/lib/rs-lane
+mkdir -p "$LOG" "$STATE"
+export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
+stage=$(sed -n 's/.*rs_stage=\([0-9]*\).*/\1/p' /proc/cmdline)
+
+ok() { echo "ok - $*"; }
+nok() { echo "not ok - $*"; }
+now() { cut -d. -f1 /proc/uptime; }
+# check DESCRIPTION CMD...: ok if CMD succeeds; else its output, last
+# lines. Says how long CMD took when that was more than 10 s.
+check() {
+	desc=$1
+	shift
+	t0=$(now)
+	if "$@" >"$LOG/last" 2>&1; then
+		ok "$desc"
+	else
+		nok "$desc (exit $?)"
+		tail -n 25 "$LOG/last" | sed 's/^/# /'
+	fi
+	t1=$(now)
+	[ $((t1 - t0)) -le 10 ] || echo "# $((t1 - t0)) s"
+}
+# The example of librseq-slice-dev as user U with backend B: its exit status.
+demo_as() {
+	runuser -u "$1" -- /usr/local/bin/rseq-slice-demo "$2" >"$LOG/demo-$1-$2" 2>&1
+}
+demo_ok() {
+	if demo_as "$1" "$2"; then
+		ok "$3: $(tail -n 1 "$LOG/demo-$1-$2")"
+	else
+		nok "$3 (exit $?)"
+		sed 's/^/# /' "$LOG/demo-$1-$2"
+	fi
+}
+# demo_refused U B WHY: the example fails with exit 1 and says WHY.
+demo_refused() {
+	rc=0
+	demo_as "$1" "$2" || rc=$?
+	if [ "$rc" = 1 ] && grep -q "$3" "$LOG/demo-$1-$2"; then
+		ok "$4: $(head -n 1 "$LOG/demo-$1-$2")"
+	else
+		nok "$4 (exit $rc)"
+		sed 's/^/# /' "$LOG/demo-$1-$2"
+	fi
+}
+loaded() { grep -q '^rseq_slice ' /proc/modules; }
+# The udev rule's owner and mode; the group's member may use the device,
+# another user may not.
+perms() {
+	m=$(stat -c '%U:%G %a' /dev/rseq_slice 2>&1)
+	if [ "$m" = "root:rseq-slice 660" ]; then ok "/dev/rseq_slice is $m"; else nok "/dev/rseq_slice is $m, not root:rseq-slice 660"; fi
+	demo_ok alice module "alice (in the group) runs the example through the device"
+	demo_refused bob module "Permission denied" "bob (not in the group) is refused the device"
+}
+kfile() { modinfo -k "$1" -n rseq_slice 2>/dev/null; }
+
+echo "# stage $stage on $(uname -r), PID 1 is $(cat /proc/1/comm)"
+[ "$(cat /proc/1/comm)" = systemd ] && ok "booted with systemd" || nok "PID 1 is not systemd"
+
+case "$stage" in
+1)
+	kver=$(uname -r)
+	check "apt install ./rseq-slice-dkms_*.deb (dkms from apt's cache)" \
+		sh -c "apt-get -q -y install $RS/debs/rseq-slice-dkms_*_all.deb >$LOG/install.log 2>&1 || { cat $LOG/install.log; exit 1; }"
+	grep -iE 'building module|sign|installing /lib|rseq_slice.ko' "$LOG/install.log" | head -n 8 | sed 's/^/# /'
+	check "dkms status: rseq-slice/1.0 installed for $kver" \
+		sh -c "dkms status rseq-slice/1.0 -k $kver | tee /dev/stderr | grep -q ': installed'"
+	f=$(kfile "$kver")
+	case "$f" in
+	*/updates/dkms/rseq_slice.ko*) ok "the module is $f" ;;
+	*) nok "the module is not under updates/dkms: '$f'" ;;
+	esac
+	check "modinfo: version 1.0, vermagic $kver" \
+		sh -c "[ \"\$(modinfo -F version $f)\" = 1.0 ] && modinfo -F vermagic $f | grep -q '^$kver '"
+	if loaded; then nok "installing loaded the module (it should wait for modprobe or a boot)"; else ok "installing did not load the module"; fi
+	check "the group rseq-slice exists" getent group rseq-slice
+	check "the udev rule is installed" test -f /lib/udev/rules.d/60-rseq-slice.rules
+	dpkg -L rseq-slice-dkms | while read -r p; do [ -d "$p" ] || echo "$p"; done >"$STATE/files"
+	echo "# $(wc -l <"$STATE/files") files of rseq-slice-dkms"
+	# A kernel without what the module needs: DKMS skips it, with a message.
+	u=0.0.0-rs-unsuitable
+	mkdir -p "/lib/modules/$u/build"
+	ln -s "/lib/modules/$kver/build/include" "/lib/modules/$u/build/include"
+	grep -v '^CONFIG_KPROBES=' "/lib/modules/$kver/build/.config" >"/lib/modules/$u/build/.config"
+	rc=0
+	dkms install rseq-slice/1.0 -k "$u" >"$LOG/unsuitable.log" 2>&1 || rc=$?
+	if [ "$rc" = 77 ] && grep -q BUILD_EXCLUSIVE "$LOG/unsuitable.log" && [ -z "$(kfile "$u")" ]; then
+		ok "a kernel without CONFIG_KPROBES is skipped: $(grep -m1 BUILD_EXCLUSIVE "$LOG/unsuitable.log")"
+	else
+		nok "a kernel without CONFIG_KPROBES: dkms exited $rc"
+		sed 's/^/# /' "$LOG/unsuitable.log"
+	fi
+	rm -rf "/lib/modules/$u"
+	check "apt install the library packages" \
+		sh -c "apt-get -q -y install $RS/debs/librseq-slice1_*.deb $RS/debs/librseq-slice-dev_*.deb >$LOG/lib.log 2>&1 || { cat $LOG/lib.log; exit 1; }"
+	check "the example builds with pkg-config (shared)" \
+		sh -c 'cc -O2 -o /usr/local/bin/rseq-slice-demo /usr/share/doc/librseq-slice-dev/examples/demo.c $(pkg-config --cflags --libs rseq-slice) -pthread && ldd /usr/local/bin/rseq-slice-demo | grep -q "librseq-slice.so.1 => /"'
+	check "the example builds with pkg-config --static" \
+		sh -c 'cc -O2 -static -o /tmp/demo-static /usr/share/doc/librseq-slice-dev/examples/demo.c $(pkg-config --static --cflags --libs rseq-slice) -pthread'
+	# The group's member, then the module loaded by hand: udev applies
+	# the rule to the new device.
+	check "alice joins the group rseq-slice" adduser --quiet alice rseq-slice
+	check "modprobe rseq_slice" sh -c 'modprobe rseq_slice && udevadm settle'
+	perms
+	demo_ok bob kernel "bob uses merged upstream's prctl (open to all, as on 7.x)"
+	# The modprobe.d example: merged_abi=0 leaves only the device.
+	sed -i 's/^#options rseq_slice merged_abi=0$/options rseq_slice merged_abi=0/' /etc/modprobe.d/rseq-slice.conf
+	check "reload with /etc/modprobe.d's merged_abi=0" \
+		sh -c 'rmmod rseq_slice && modprobe rseq_slice && udevadm settle && grep -qx N /sys/module/rseq_slice/parameters/merged_abi'
+	demo_refused bob kernel "Invalid argument" "with merged_abi=0 bob is refused the prctl too"
+	demo_ok alice module "with merged_abi=0 alice still runs the example through the device"
+	sed -i 's/^options rseq_slice merged_abi=0$/#options rseq_slice merged_abi=0/' /etc/modprobe.d/rseq-slice.conf
+	# Where signatures are enforced: DKMS's own key is not one the
+	# kernel trusts (that takes MOK, shim and UEFI), so it is refused.
+	signer=$(modinfo -F signer rseq_slice)
+	case "$signer" in
+	*DKMS*) ok "DKMS signed the module with its own key ($signer)" ;;
+	*) nok "the module is not signed by DKMS's key: '$signer'" ;;
+	esac
+	rc=0
+	{ rmmod rseq_slice && echo 1 >/sys/module/module/parameters/sig_enforce &&
+		modprobe rseq_slice; } >"$LOG/sig.log" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && ! loaded && grep -q 'Key was rejected by service' "$LOG/sig.log"; then
+		ok "module.sig_enforce=1: refused ($(tail -n 1 "$LOG/sig.log"))"
+	else
+		nok "module.sig_enforce=1: exit $rc"
+		sed 's/^/# /' "$LOG/sig.log"
+	fi
+	# Opt in to loading at boot: checked at the next boot, 6.12's.
+	sed -i 's/^#rseq_slice$/rseq_slice/' /etc/modules-load.d/rseq-slice.conf
+	# A kernel update: its hooks have DKMS build the module for it.
+	check "apt install linux-image-6.12-amd64 linux-headers-6.12-amd64" \
+		sh -c "apt-get -q -y install linux-image-6.12-amd64 linux-headers-6.12-amd64 >$LOG/k612.log 2>&1 || { cat $LOG/k612.log; exit 1; }"
+	k612=$(ls /boot | sed -n 's/^vmlinuz-\(6\.12\..*\)/\1/p' | tail -n 1)
+	echo "$k612" >"$STATE/kver-6.12"
+	grep -E 'dkms|rseq' "$LOG/k612.log" | head -n 4 | sed 's/^/# /'
+	check "dkms status: rseq-slice/1.0 installed for $k612" \
+		sh -c "dkms status rseq-slice/1.0 -k $k612 | tee /dev/stderr | grep -q ': installed'"
+	f=$(kfile "$k612")
+	case "$f" in
+	*/updates/dkms/rseq_slice.ko*) ok "the 6.12 module is $f" ;;
+	*) nok "no 6.12 module under updates/dkms: '$f'" ;;
+	esac
+	check "the guest's 6.12 kernel goes to the host (third disk)" \
+		tar -C /boot -cf /dev/vdc "vmlinuz-$k612" "initrd.img-$k612"
+	;;
+2)
+	k612=$(cat "$STATE/kver-6.12")
+	[ "$(uname -r)" = "$k612" ] && ok "booted $k612" || nok "booted $(uname -r), not $k612"
+	if loaded; then ok "loaded at boot: $(kfile "$(uname -r)")"; else nok "not loaded at boot"; fi
+	check "systemd-modules-load inserted it" \
+		sh -c "journalctl -b -o cat | grep \"Inserted module 'rseq_slice'\""
+	perms
+	check "apt remove rseq-slice-dkms" \
+		sh -c "apt-get -q -y remove rseq-slice-dkms >$LOG/remove.log 2>&1 || { cat $LOG/remove.log; exit 1; }"
+	if loaded; then nok "still loaded after apt remove"; else ok "apt remove unloaded it"; fi
+	left=$(ls /lib/modules/*/updates/dkms/rseq_slice.ko* 2>/dev/null)
+	[ -z "$left" ] && ok "no rseq_slice.ko left under /lib/modules (6.1 and 6.12)" || nok "left: $left"
+	check "dkms knows it no more" sh -c '! dkms status rseq-slice | grep -q .'
+	check "its configuration stays until purge" test -f /etc/modprobe.d/rseq-slice.conf
+	check "apt purge rseq-slice-dkms" \
+		sh -c "apt-get -q -y purge rseq-slice-dkms >$LOG/purge.log 2>&1 || { cat $LOG/purge.log; exit 1; }"
+	left=$(while read -r p; do [ -e "$p" ] && echo "$p"; done <"$STATE/files")
+	[ -z "$left" ] && ok "apt purge left none of its $(wc -l <"$STATE/files") files" ||
+		{ nok "apt purge left files:"; echo "$left" | sed 's/^/# /'; }
+	left=$(ls -d /var/lib/dkms/rseq-slice /usr/src/rseq-slice-* 2>/dev/null)
+	[ -z "$left" ] && ok "nothing left of it in /var/lib/dkms or /usr/src" || nok "left: $left"
+	check "dpkg knows it no more" sh -c '! dpkg-query -W -f="\${Status}" rseq-slice-dkms 2>/dev/null | grep -q .'
+	;;
+*)
+	nok "no rs_stage on the kernel command line"
+	;;
+esac
+echo "# stage $stage done, $(now) s after boot"

@@ -15,9 +15,13 @@ module:
 
 # Without DKMS: into /lib/modules/VERSION/updates of KDIR's kernel, then
 # depmod (kbuild skips it for a headers-only tree, which has no System.map).
+# VERSION is the one the module's vermagic names, UTS_RELEASE (Debian's
+# include/config/kernel.release says 6.1.192 for 6.1.0-57-amd64).
+# INSTALL_MOD_PATH=DIR installs under DIR instead, as kbuild does.
 install: module
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates modules_install
-	depmod -a $$(cat $(KDIR)/include/config/kernel.release)
+	depmod $(if $(INSTALL_MOD_PATH),-b $(INSTALL_MOD_PATH)) -a \
+		$$(sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' $(KDIR)/include/generated/utsrelease.h)
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -34,6 +34,7 @@ user:params.debug_checks_the_word
 user:global.stats_count_threads
 user:global.unload_refused_while_open
 user:modload.load_unload_20_rounds
+user:modload.merged_abi_off
 user:hard.seccomp_filter_sees_the_call
 user:hard.yield_number_on_another_file_is_foreign
 user:hard.ipmodify_conflict_keeps_registrations

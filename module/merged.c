@@ -155,7 +155,7 @@ int rseq_slice_merged_init(void)
 	unsigned long addr;
 	int ret;
 
-	/* prctl(79) then gets the kernel's own EINVAL, and 471 its ENOSYS. */
+	/* prctl(79) and 471 then get the kernel's own answers (EINVAL, ENOSYS). */
 	if (!rseq_slice_merged_abi) {
 		pr_info("merged ABI off (merged_abi=0): only the device's ioctls\n");
 		return 0;

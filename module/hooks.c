@@ -35,6 +35,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/fdtable.h>
 #include <linux/file.h>
 #include <linux/ftrace.h>
 #include <linux/kernel.h>
@@ -147,34 +148,38 @@ static struct ftrace_ops rseq_slice_schedule_ops = {
  * device, or merged upstream's rseq_slice_yield() (471, the same number
  * for 64-bit and ia32 callers), from a 64-bit or a 32-bit (ia32) thread?
  * x32 calls are not recognised: foreign. Process context, preemption
- * disabled: fget() and fput() do not sleep (fput() defers the final
- * release).
+ * disabled by the hook: an RCU read side, under which the descriptor's
+ * file is looked at without a reference (fget() and fput() cost a
+ * yield two atomic operations and an RCU section of their own). A file
+ * is freed only after a grace period (6.12 and 7.2 may reuse it for
+ * another file at once), so its f_op is always some file's; a descriptor
+ * another thread closes or replaces during the call could name either
+ * file with fget() too.
  */
 static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
 {
 	long nr = syscall_get_nr(current, regs);
+	/* The first two arguments, as syscall_get_arguments() reads them. */
+	unsigned long fd = regs->di, cmd = regs->si;
 	int nr_ioctl = __NR_ioctl;
-	unsigned long args[6];
 	struct file *file;
-	bool ours;
 
+	lockdep_assert_preemption_disabled();
 	if (nr == RSEQ_SLICE_NR_YIELD)
 		return RSEQ_SLICE_CALL_MERGED;
 #ifdef CONFIG_IA32_EMULATION
-	if (in_ia32_syscall())
+	if (in_ia32_syscall()) {
 		nr_ioctl = __NR_ia32_ioctl;
+		fd = regs->bx;
+		cmd = regs->cx;
+	}
 #endif
-	if (nr != nr_ioctl)
+	if (nr != nr_ioctl || (unsigned int)cmd != RSEQ_SLICE_IOC_YIELD)
 		return RSEQ_SLICE_CALL_OTHER;
-	syscall_get_arguments(current, regs, args);
-	if ((unsigned int)args[1] != RSEQ_SLICE_IOC_YIELD)
+	file = files_lookup_fd_raw(current->files, (unsigned int)fd);
+	if (!file || READ_ONCE(file->f_op) != rseq_slice_fops)
 		return RSEQ_SLICE_CALL_OTHER;
-	file = fget((unsigned int)args[0]);
-	if (!file)
-		return RSEQ_SLICE_CALL_OTHER;
-	ours = file->f_op == rseq_slice_fops;
-	fput(file);
-	return ours ? RSEQ_SLICE_CALL_IOCTL : RSEQ_SLICE_CALL_OTHER;
+	return RSEQ_SLICE_CALL_IOCTL;
 }
 
 /*

@@ -85,7 +85,20 @@ static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
 	return parent_ip >= rseq_slice_exit_lo && parent_ip < rseq_slice_exit_hi;
 }
 
-enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind, struct pt_regs *regs);
+enum rseq_slice_exit rseq_slice_exit_unwind(struct pt_regs *regs);
+
+/*
+ * The return path @kind names, or for a caller that serves both (6.1's
+ * exit_to_user_mode_prepare()) the one the unwinder finds. Inline: on
+ * every other kernel this is one compare, and the unwinder's state (zeroed
+ * on entry by the kernel's automatic variable initialisation, whether
+ * used or not) is set up only where it is needed.
+ */
+static inline enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind,
+							   struct pt_regs *regs)
+{
+	return kind == RSEQ_SLICE_EXIT_SHARED ? rseq_slice_exit_unwind(regs) : kind;
+}
 
 #ifdef CONFIG_HRTIMER_REARM_DEFERRED
 /*

@@ -281,14 +281,13 @@ enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip)
  * stack; called with preemption disabled, only for threads that asked for
  * an extension, on the way to a context switch.
  */
-enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind, struct pt_regs *regs)
+enum rseq_slice_exit rseq_slice_exit_unwind(struct pt_regs *regs)
 {
+	enum rseq_slice_exit kind;
 	struct unwind_state state;
 	unsigned int depth;
 	unsigned long addr;
 
-	if (kind != RSEQ_SLICE_EXIT_SHARED)
-		return kind;
 	if (!regs)
 		return RSEQ_SLICE_EXIT_OTHER;
 

@@ -79,15 +79,18 @@ struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task)
 /*
  * Current's registration, or NULL. Process context of current: only the
  * thread itself removes its entry (or unload, once no caller is left), so
- * the pointer stays valid after the lookup's RCU section.
+ * the pointer stays valid after the lookup's RCU section. The section is
+ * an RCU-sched one, which kfree_rcu() waits for as for any other: on
+ * Debian's preemptible-RCU kernels rcu_read_lock() and rcu_read_unlock()
+ * are two calls, on the path of every v1 yield.
  */
 struct rseq_slice_task *rseq_slice_task_current(void)
 {
 	struct rseq_slice_task *st;
 
-	rcu_read_lock();
+	rcu_read_lock_sched();
 	st = rseq_slice_task_find(current);
-	rcu_read_unlock();
+	rcu_read_unlock_sched();
 	return st;
 }
 

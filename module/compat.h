@@ -20,6 +20,19 @@
 #endif
 
 /*
+ * The registers an ftrace trampoline saved, as a struct pt_regs: x86-64
+ * keeps one at the start of struct ftrace_regs on every kernel here,
+ * reached through arch_ftrace_regs() on 6.12 and 7.2, directly on 6.1.
+ * Without FTRACE_OPS_FL_SAVE_REGS only the argument registers, ip, sp
+ * and bp are set.
+ */
+#ifdef arch_ftrace_regs
+#define rseq_slice_fregs_pt_regs(fregs)	(&arch_ftrace_regs(fregs)->regs)
+#else
+#define rseq_slice_fregs_pt_regs(fregs)	(&(fregs)->regs)
+#endif
+
+/*
  * The task's registered rseq area: task_struct::rseq on 6.1 and 6.12,
  * task_struct::rseq.usrptr since the rseq rework (7.2 has it: struct
  * rseq_data in <linux/rseq_types.h>, which defines

@@ -45,7 +45,6 @@
 
 struct rseq_slice_cpu {
 	struct hrtimer timer;		/* ends the grant at its expiry */
-	struct task_struct *task;	/* holder of this CPU's grant, or NULL */
 	struct rseq_slice_word *w;	/* the holder's control word */
 	bool entry_work;		/* the grant set RSEQ_SLICE_ENTRY_WORK_BIT */
 	u64 start;			/* ktime_get_ns() at the grant */
@@ -55,6 +54,13 @@ struct rseq_slice_cpu {
 };
 
 static DEFINE_PER_CPU(struct rseq_slice_cpu, rseq_slice_cpus);
+
+/*
+ * The holder of this CPU's grant, or NULL: the rest of the grant's state,
+ * kept apart so that the hooks' first test inlines one per-CPU load
+ * (rseq_slice_grant_holder()). Same rules as struct rseq_slice_cpu.
+ */
+DEFINE_PER_CPU(struct task_struct *, rseq_slice_holder);
 
 #if RSEQ_SLICE_ENTRY_INLINED
 /*
@@ -202,7 +208,7 @@ static enum hrtimer_restart rseq_slice_timer_fn(struct hrtimer *timer)
 	 */
 	if (WARN_ON_ONCE(c != this_cpu_ptr(&rseq_slice_cpus)))
 		return HRTIMER_NORESTART;
-	if (c->task == current) {
+	if (__this_cpu_read(rseq_slice_holder) == current) {
 		this_cpu_inc(rseq_slice_stats.expired);
 		trace_rseq_slice_expire(current->pid);
 		rseq_slice_resched_current();
@@ -237,11 +243,12 @@ void rseq_slice_grant_exit(void)
 	}
 }
 
-/* Interrupts disabled, on c's CPU, c->task set. */
+/* Interrupts disabled, on c's CPU, a grant held there. */
 static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 {
+	struct task_struct *holder = __this_cpu_read(rseq_slice_holder);
 	u32 *ctrl = c->w->ctrl;
-	pid_t pid = c->task->pid;
+	pid_t pid = holder->pid;
 
 	lockdep_assert_irqs_disabled();
 	/*
@@ -251,10 +258,10 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	 */
 	WRITE_ONCE(*ctrl, READ_ONCE(*ctrl) & ~(RSEQ_SLICE_EXT_REQUEST | c->w->granted));
 	if (c->entry_work && !rseq_slice_entry_work_wanted())
-		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT, &task_thread_info(c->task)->syscall_work);
+		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT, &task_thread_info(holder)->syscall_work);
 	/* Cannot be running: it would run on this CPU, with irqs on. */
 	hrtimer_try_to_cancel(&c->timer);
-	c->task = NULL;
+	__this_cpu_write(rseq_slice_holder, NULL);
 	c->w = NULL;
 	c->entry_work = false;
 
@@ -298,7 +305,7 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 	 * is. A disabled mechanism grants nothing; the check here closes the
 	 * window between enabled=0 and the hook's removal.
 	 */
-	if (WARN_ON_ONCE(c->task) || !rseq_slice_resched_pending() ||
+	if (WARN_ON_ONCE(__this_cpu_read(rseq_slice_holder)) || !rseq_slice_resched_pending() ||
 	    (read_thread_flags() & RSEQ_SLICE_DENY_WORK) || !READ_ONCE(rseq_slice_enabled)) {
 		/* Interrupted without a grant: tell the thread. */
 		WRITE_ONCE(*w->ctrl, word & ~RSEQ_SLICE_EXT_REQUEST);
@@ -308,7 +315,7 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 	}
 
 	WRITE_ONCE(*w->ctrl, (word & ~RSEQ_SLICE_EXT_REQUEST) | w->granted);
-	c->task = current;
+	__this_cpu_write(rseq_slice_holder, current);
 	c->w = w;
 	/* A yield whose ioctl never came (its fd swapped) is forgotten here. */
 	w->yielded = false;
@@ -358,19 +365,14 @@ bool rseq_slice_grant_try(struct rseq_slice_word *w)
 }
 
 /*
- * @prev, current until now, is switching out (sched_switch: rq lock held,
- * interrupts disabled, on prev's CPU). A grant ends with the switch.
- * Returns true if @prev held one.
+ * The holder of this CPU's grant, still current, is switching out
+ * (sched_switch: rq lock held, interrupts disabled). The grant ends with
+ * the switch.
  */
-bool rseq_slice_grant_switch_out(struct task_struct *prev)
+void rseq_slice_grant_switch_out(void)
 {
-	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
-
 	lockdep_assert_irqs_disabled();
-	if (likely(c->task != prev))
-		return false;
-	rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
-	return true;
+	rseq_slice_end(this_cpu_ptr(&rseq_slice_cpus), RSEQ_SLICE_BY_REVOKE);
 }
 
 /* Any context of current. Returns true if current held a grant. */
@@ -382,22 +384,11 @@ bool rseq_slice_grant_end_current(enum rseq_slice_end why)
 
 	local_irq_save(flags);
 	c = this_cpu_ptr(&rseq_slice_cpus);
-	held = c->task == current;
+	held = __this_cpu_read(rseq_slice_holder) == current;
 	if (held)
 		rseq_slice_end(c, why);
 	local_irq_restore(flags);
 	return held;
-}
-
-/*
- * Any context: the holder of this CPU's grant. Unless preemption is
- * disabled the answer may be another CPU's by the time it is used, which
- * is harmless only for the test "is it current?": a holder runs on its
- * grant's CPU, so only there can current match.
- */
-struct task_struct *rseq_slice_grant_holder(void)
-{
-	return this_cpu_read(rseq_slice_cpus.task);
 }
 
 /*
@@ -427,7 +418,7 @@ static void rseq_slice_end_ipi(void *unused)
 	struct rseq_slice_cpu *c = this_cpu_ptr(&rseq_slice_cpus);
 
 	lockdep_assert_irqs_disabled();
-	if (c->task) {
+	if (__this_cpu_read(rseq_slice_holder)) {
 		rseq_slice_end(c, RSEQ_SLICE_BY_REVOKE);
 		rseq_slice_resched_current();
 	}
@@ -522,7 +513,7 @@ void rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 	lockdep_assert_preemption_disabled();
 	local_irq_save(flags);
 	c = this_cpu_ptr(&rseq_slice_cpus);
-	if (c->task != current) {
+	if (__this_cpu_read(rseq_slice_holder) != current) {
 		/* Revoked on the way here: nothing to end, nothing to report. */
 		local_irq_restore(flags);
 		return;

@@ -79,7 +79,7 @@ static noinline void notrace rseq_slice_schedule_skipped(void)
  * says which return path it serves). Preemption disabled, interrupts
  * enabled. Returns true if current got a grant: schedule() is skipped.
  */
-static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct pt_regs *regs)
+static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_regs *fregs)
 {
 	struct rseq_slice_task *st;
 
@@ -104,7 +104,7 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct pt_regs *r
 		return false;
 	}
 	/* Grants are given on the return from interrupts only. */
-	if (rseq_slice_exit_resolve(kind, regs) != RSEQ_SLICE_EXIT_IRQ)
+	if (rseq_slice_exit_resolve(kind, fregs) != RSEQ_SLICE_EXIT_IRQ)
 		return false;
 	return rseq_slice_grant_try(&st->w);
 }
@@ -131,16 +131,21 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 	if (bit < 0)
 		return;
 	kind = rseq_slice_exit_caller(parent_ip);
-	if (kind != RSEQ_SLICE_EXIT_OTHER &&
-	    rseq_slice_exit_to_user(kind, ftrace_get_regs(fregs)))
+	if (kind != RSEQ_SLICE_EXIT_OTHER && rseq_slice_exit_to_user(kind, fregs))
 		ftrace_regs_set_instruction_pointer(fregs,
 						    (unsigned long)rseq_slice_schedule_skipped);
 	ftrace_test_recursion_unlock(bit);
 }
 
+/*
+ * No FTRACE_OPS_FL_SAVE_REGS: the trampoline then saves only the argument
+ * registers, ip, sp and bp (about 25 instructions less on every call of
+ * schedule()), and still returns to whatever ip the hook sets, as
+ * livepatch's own ops rely on (x86-64 has DYNAMIC_FTRACE_WITH_ARGS).
+ */
 static struct ftrace_ops rseq_slice_schedule_ops = {
 	.func = rseq_slice_schedule_hook,
-	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+	.flags = FTRACE_OPS_FL_IPMODIFY,
 };
 
 /*
@@ -304,9 +309,10 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 	ftrace_test_recursion_unlock(bit);
 }
 
+/* Only the ip is changed: no full registers, as for schedule(). */
 static struct ftrace_ops rseq_slice_yield_ops = {
 	.func = rseq_slice_yield_hook,
-	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+	.flags = FTRACE_OPS_FL_IPMODIFY,
 };
 #endif
 
@@ -352,7 +358,10 @@ static void notrace rseq_slice_switch_probe(void *data, bool preempt,
 					    struct task_struct *next,
 					    unsigned int prev_state)
 {
-	if (!rseq_slice_grant_switch_out(prev))
+	/* Every switch in the system: one per-CPU load, then the hash. */
+	if (unlikely(rseq_slice_grant_holder() == prev))
+		rseq_slice_grant_switch_out();
+	else
 		rseq_slice_task_clear_request(prev);
 }
 

@@ -85,7 +85,8 @@ static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
 	return parent_ip >= rseq_slice_exit_lo && parent_ip < rseq_slice_exit_hi;
 }
 
-enum rseq_slice_exit rseq_slice_exit_unwind(struct pt_regs *regs);
+struct ftrace_regs;
+enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs);
 
 /*
  * The return path @kind names, or for a caller that serves both (6.1's
@@ -95,9 +96,9 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct pt_regs *regs);
  * used or not) is set up only where it is needed.
  */
 static inline enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind,
-							   struct pt_regs *regs)
+							   struct ftrace_regs *fregs)
 {
-	return kind == RSEQ_SLICE_EXIT_SHARED ? rseq_slice_exit_unwind(regs) : kind;
+	return kind == RSEQ_SLICE_EXIT_SHARED ? rseq_slice_exit_unwind(fregs) : kind;
 }
 
 #ifdef CONFIG_HRTIMER_REARM_DEFERRED
@@ -163,16 +164,29 @@ struct rseq_slice_stats {
 	unsigned long denied;
 };
 
+DECLARE_PER_CPU(struct task_struct *, rseq_slice_holder);
+
+/*
+ * Any context: the holder of this CPU's grant. Unless preemption is
+ * disabled the answer may be another CPU's by the time it is used, which
+ * is harmless only for the test "is it current?": a holder runs on its
+ * grant's CPU, so only there can current match. Inline: the first test
+ * of hooks on every context switch and every traced system call.
+ */
+static __always_inline struct task_struct *rseq_slice_grant_holder(void)
+{
+	return this_cpu_read(rseq_slice_holder);
+}
+
 void rseq_slice_grant_init(void);
 void rseq_slice_grant_exit(void);
 bool rseq_slice_grant_try(struct rseq_slice_word *w);
 bool rseq_slice_grant_end_current(enum rseq_slice_end why);
-bool rseq_slice_grant_switch_out(struct task_struct *prev);
+void rseq_slice_grant_switch_out(void);
 void rseq_slice_grant_syscall(enum rseq_slice_yield_call call);
 void rseq_slice_grant_end_all(void);
 int rseq_slice_grant_yield(struct rseq_slice_word *w);
 int rseq_slice_grant_yielded(struct rseq_slice_word *w);
-struct task_struct *rseq_slice_grant_holder(void);
 void rseq_slice_word_clear_request(struct rseq_slice_word *w);
 void rseq_slice_resched_current(void);
 void rseq_slice_grant_stats(struct rseq_slice_stats *sum);

@@ -276,22 +276,32 @@ enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip)
 
 /*
  * For a caller that serves both return paths (6.1's
- * exit_to_user_mode_prepare()), unwind from schedule()'s entry registers
- * to the caller's caller. ORC needs no locks and reads only this task's
- * stack; called with preemption disabled, only for threads that asked for
- * an extension, on the way to a context switch.
+ * exit_to_user_mode_prepare()), unwind from schedule()'s entry to the
+ * caller's caller. ORC needs no locks and reads only this task's stack;
+ * called with preemption disabled, only for threads that asked for an
+ * extension, on the way to a context switch.
+ *
+ * The schedule() hook's trampoline saved ip, sp and bp, not every
+ * register: the unwinder gets those three, the rest zero, as perf's
+ * caller registers give it (perf_arch_fetch_caller_regs()). ORC reads
+ * another register only at an entry frame, above the callers looked at.
  */
-enum rseq_slice_exit rseq_slice_exit_unwind(struct pt_regs *regs)
+enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 {
+	struct pt_regs *saved = rseq_slice_fregs_pt_regs(fregs);
+	struct pt_regs regs = {
+		.ip = saved->ip,
+		.sp = saved->sp,
+		.bp = saved->bp,
+		.cs = __KERNEL_CS,
+		.flags = X86_EFLAGS_FIXED,
+	};
 	enum rseq_slice_exit kind;
 	struct unwind_state state;
 	unsigned int depth;
 	unsigned long addr;
 
-	if (!regs)
-		return RSEQ_SLICE_EXIT_OTHER;
-
-	unwind_start(&state, current, regs, NULL);
+	unwind_start(&state, current, &regs, NULL);
 	/* Frame 0 is schedule()'s caller, known to be the shared function. */
 	for (depth = 0; depth < 4 && !unwind_done(&state); depth++) {
 		addr = unwind_get_return_address(&state);

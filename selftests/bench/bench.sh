@@ -110,7 +110,9 @@ lock_arms() {
 # module unloaded, loaded with nobody enabled (idle), loaded with the
 # busy thread enabled (busy), and busy again with every other module in
 # /work (ALT.ko: e.g. an older build of the module) in its place. Then
-# the mechanism: preempt (no REQUEST), yield and expiry.
+# the mechanism: preempt (no REQUEST), yield and expiry; with the module
+# through both of its ABIs, the device's (module) and merged upstream's
+# (merged).
 insns() {
 	# Same addresses in every run: page-table shapes (fork) do not vary.
 	echo 0 >/proc/sys/kernel/randomize_va_space
@@ -151,6 +153,12 @@ insns() {
 		fi
 		for b in preempt yield expiry; do
 			./costbench $b -m $abi -i 500 -I $abi/r$r || echo "# costbench $b failed"
+			# The module again through merged upstream's ABI (prctl,
+			# slice_ctrl, rseq_slice_yield()): the same calls as
+			# upstream's arms, so the two compare like for like.
+			[ $upstream = 1 ] ||
+				./costbench $b -m upstream -i 500 -I merged/r$r ||
+				echo "# costbench $b -m upstream failed"
 		done
 		r=$((r + 1))
 	done

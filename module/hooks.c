@@ -268,25 +268,28 @@ static struct ftrace_ops rseq_slice_yield_ops = {
  * entries (__x64_sys_rseq_slice_yield(), __ia32_sys_rseq_slice_yield())
  * are weak stubs answering -ENOSYS, and syscall_exit_to_user_mode_prepare()
  * is inlined. The stubs are ftrace-able: for a thread enabled through
- * prctl the hook sends the call to rseq_slice_sys_yield() instead, the way
- * livepatch replaces a function; every other thread runs the stub. Only
- * system call 471 comes here. Unlike on 6.x the call is a real one: a
- * seccomp filter or tracer that skips it decides its result, as on
- * upstream's kernel.
+ * prctl the hook sends the call to one of the two functions below
+ * instead, the way livepatch replaces a function; every other thread runs
+ * the stub. Only system call 471 comes here. Unlike on 6.x the call is a
+ * real one: a seccomp filter or tracer that skips it decides its result,
+ * as on upstream's kernel.
  *
- * In place of the stub, with its arguments: process context, preemption
- * enabled, current enabled through prctl (only current or unload ends
- * that, and unload waits for an RCU Tasks grace period, see
- * rseq_slice_merged_exit()). Merged upstream's sys_rseq_slice_yield(): 1
- * if the call's entry ended a live grant (rseq_slice_grant_syscall()),
- * else 0.
+ * In place of the stub, with its arguments: merged upstream's
+ * sys_rseq_slice_yield(), 1 if the call's entry ended a live grant
+ * (rseq_slice_grant_syscall()), else 0. The hook reads which, so the
+ * call needs no second lookup; nothing between the hook and the call can
+ * change it (only this thread writes its yield flag, and grants are
+ * given on the way to user space). Unload waits for an RCU Tasks grace
+ * period before this text goes (see rseq_slice_merged_exit()).
  */
-static long notrace rseq_slice_sys_yield(const struct pt_regs *unused)
+static long notrace rseq_slice_sys_yielded(const struct pt_regs *unused)
 {
-	struct rseq_slice_task *st = rseq_slice_task_current();
+	return 1;
+}
 
-	/* Only this thread writes its yield flag. */
-	return st ? rseq_slice_grant_yielded(&st->w) : 0;
+static long notrace rseq_slice_sys_not_yielded(const struct pt_regs *unused)
+{
+	return 0;
 }
 
 /*
@@ -305,7 +308,9 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 		return;
 	st = rseq_slice_task_find(current);
 	if (st && st->w.merged && !rseq_slice_task_area_moved(st))
-		ftrace_regs_set_instruction_pointer(fregs, (unsigned long)rseq_slice_sys_yield);
+		ftrace_regs_set_instruction_pointer(fregs, rseq_slice_grant_yielded(&st->w) ?
+						    (unsigned long)rseq_slice_sys_yielded :
+						    (unsigned long)rseq_slice_sys_not_yielded);
 	ftrace_test_recursion_unlock(bit);
 }
 

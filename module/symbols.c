@@ -275,20 +275,27 @@ enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip)
 }
 
 /*
- * For a caller that serves both return paths (6.1's
- * exit_to_user_mode_prepare()), unwind from schedule()'s entry to the
- * caller's caller. ORC needs no locks and reads only this task's stack;
- * called with preemption disabled, only for threads that asked for an
- * extension, on the way to a context switch.
- *
- * The schedule() hook's trampoline saved ip, sp and bp, not every
- * register: the unwinder gets those three, the rest zero, as perf's
- * caller registers give it (perf_arch_fetch_caller_regs()). ORC reads
- * another register only at an entry frame, above the callers looked at.
+ * Where the shared caller's own return address lies, as an offset from
+ * schedule()'s entry sp: that function's frame is the same at its call
+ * of schedule() every time (6.1's has one such call, and no frame of a
+ * kernel function changes size in its body), so the first unwind that
+ * finds the return path right there gives the offset, and later calls
+ * read that one slot instead of unwinding three frames (about 500
+ * instructions on every grant). 0 until then; every writer writes the
+ * same value.
  */
-enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
+static unsigned long rseq_slice_exit_slot;
+
+/*
+ * rseq_slice_exit_unwind()'s slow path: walk the frames. The schedule()
+ * hook's trampoline saved ip, sp and bp, not every register: the
+ * unwinder gets those three, the rest zero, as perf's caller registers
+ * give it (perf_arch_fetch_caller_regs()). ORC reads another register
+ * only at an entry frame, above the callers looked at. Out of line: its
+ * locals are zeroed on entry (automatic variable initialisation).
+ */
+static noinline enum rseq_slice_exit rseq_slice_exit_walk(const struct pt_regs *saved)
 {
-	struct pt_regs *saved = rseq_slice_fregs_pt_regs(fregs);
 	struct pt_regs regs = {
 		.ip = saved->ip,
 		.sp = saved->sp,
@@ -298,9 +305,10 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 	};
 	enum rseq_slice_exit kind;
 	struct unwind_state state;
+	unsigned long *ret, addr;
 	unsigned int depth;
-	unsigned long addr;
 
+	/* Started from registers, ORC skips to their frame's caller. */
 	unwind_start(&state, current, &regs, NULL);
 	/* Frame 0 is schedule()'s caller, known to be the shared function. */
 	for (depth = 0; depth < 4 && !unwind_done(&state); depth++) {
@@ -308,9 +316,45 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 		if (!addr)
 			break;
 		kind = rseq_slice_range_kind(addr);
-		if (kind == RSEQ_SLICE_EXIT_IRQ || kind == RSEQ_SLICE_EXIT_SYSCALL)
+		if (kind == RSEQ_SLICE_EXIT_IRQ || kind == RSEQ_SLICE_EXIT_SYSCALL) {
+			/*
+			 * The shared function's own return address: remember
+			 * where. ORC read it just below the caller's sp; the
+			 * compare checks that it is there.
+			 */
+			ret = (unsigned long *)state.sp - 1;
+			if (depth == 1 && READ_ONCE_NOCHECK(*ret) == addr)
+				WRITE_ONCE(rseq_slice_exit_slot, (unsigned long)ret - regs.sp);
 			return kind;
+		}
 		unwind_next_frame(&state);
 	}
 	return RSEQ_SLICE_EXIT_OTHER;
+}
+
+/*
+ * For a caller that serves both return paths (6.1's
+ * exit_to_user_mode_prepare()), the path its caller (or a caller further
+ * up) is on. ORC needs no locks and reads only this task's stack; called
+ * with preemption disabled, only for threads that asked for an
+ * extension, on the way to a context switch.
+ */
+enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
+{
+	const struct pt_regs *saved = rseq_slice_fregs_pt_regs(fregs);
+	unsigned long slot = READ_ONCE(rseq_slice_exit_slot);
+	enum rseq_slice_exit kind;
+	unsigned long *ret;
+
+	/*
+	 * Inside the shared function's frame, live above schedule()'s; not
+	 * this function's, so unchecked by KASAN, as ORC reads frames.
+	 */
+	if (slot) {
+		ret = (unsigned long *)(saved->sp + slot);
+		kind = rseq_slice_range_kind(READ_ONCE_NOCHECK(*ret));
+		if (kind == RSEQ_SLICE_EXIT_IRQ || kind == RSEQ_SLICE_EXIT_SYSCALL)
+			return kind;
+	}
+	return rseq_slice_exit_walk(saved);
 }

@@ -4,9 +4,10 @@
  *
  *   costbench syscall|pipe|fork|switch [-i ITER] [-e] [-I NAME]
  *	Cost for everyone else: a getppid() loop, a one-byte pipe ping-pong
- *	between two threads, a fork/exit/wait loop, a sched_yield()
- *	ping-pong between two SCHED_FIFO threads (two context switches), on
- *	CPU 0; ns per operation. With -I the pipe's threads are SCHED_FIFO
+ *	between two threads, a fork/exit/wait loop (in a process of its
+ *	own, see run_fork()), a sched_yield() ping-pong between two
+ *	SCHED_FIFO threads (two context switches), on CPU 0; ns per
+ *	operation. With -I the pipe's threads are SCHED_FIFO
  *	too (see fifo_on()). Meanwhile a thread spins on the last CPU in every arm (so
  *	that arms differ only in the module: under single-threaded emulation
  *	a busy vCPU slows the others); with -e that thread is enabled through
@@ -173,6 +174,64 @@ static void *partner_fn(void *arg)
 	return NULL;
 }
 
+/* fork/exit/wait ITERS times; ns per operation. */
+static double fork_loop(long iters)
+{
+	uint64_t t0 = mono_ns();
+	long i;
+
+	for (i = 0; i < iters; i++) {
+		pid_t pid;
+
+		mark_start();
+		pid = fork();
+		if (!pid)
+			_exit(0);
+		waitpid(pid, NULL, 0);
+		mark_stop();
+	}
+	return (double)(mono_ns() - t0) / iters;
+}
+
+/*
+ * fork_loop() in a process of its own (on this CPU, whose pinning it
+ * inherits), which shares its mm with nobody. Beside the busy thread, in
+ * its process, fork() crossed to the other CPU: dup_mmap() write-protects
+ * the parent's private pages, so the TLB flush went to the busy thread's
+ * CPU by IPI whenever that CPU had the mm loaded (58-79% of a run's
+ * samples on 6.12), and the busy thread's next store to its own stack
+ * took a write-protect fault that waited for the next fork()'s hold of
+ * the mmap lock, the CPU going idle meanwhile.
+ * Under single-threaded TCG every such wait hands the emulator to the
+ * other vCPU, which then runs to the next timer deadline: milliseconds of
+ * guest time passed inside a sample and brought ticks, timers and RCU
+ * grace-period work onto this CPU, a little more or less in each run.
+ */
+static double run_fork(long iters)
+{
+	double ns = -1;
+	int fd[2], status;
+	pid_t pid;
+
+	if (pipe(fd))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		close(fd[0]);
+		ns = fork_loop(iters);
+		_exit(write(fd[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
+	}
+	close(fd[1]);
+	if (read(fd[0], &ns, sizeof(ns)) != sizeof(ns))
+		ns = -1;
+	close(fd[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		ns = -1;
+	return ns;
+}
+
 static double run_everyone(const char *what, long iters)
 {
 	uint64_t t0;
@@ -234,17 +293,7 @@ static double run_everyone(const char *what, long iters)
 		if (fifo)
 			fifo_off();
 	} else if (!strcmp(what, "fork")) {
-		t0 = mono_ns();
-		for (i = 0; i < iters; i++) {
-			pid_t pid;
-
-			mark_start();
-			pid = fork();
-			if (!pid)
-				_exit(0);
-			waitpid(pid, NULL, 0);
-			mark_stop();
-		}
+		return run_fork(iters);
 	} else {
 		return -1;
 	}

@@ -65,6 +65,17 @@ perms() {
 	demo_refused bob module "Permission denied" "bob (not in the group) is refused the device"
 }
 kfile() { modinfo -k "$1" -n rseq_slice 2>/dev/null; }
+# DKMS built and installed the module for kernel $1: its status, and the
+# file under updates/dkms. Sets f to that file.
+built_for() {
+	check "dkms status: rseq-slice/1.0 installed for $1" \
+		sh -c "dkms status rseq-slice/1.0 -k $1 | tee /dev/stderr | grep -q ': installed'"
+	f=$(kfile "$1")
+	case "$f" in
+	*/updates/dkms/rseq_slice.ko*) ok "the module for $1 is $f" ;;
+	*) nok "no module for $1 under updates/dkms: '$f'" ;;
+	esac
+}
 
 echo "# stage $stage on $(uname -r), PID 1 is $(cat /proc/1/comm)"
 [ "$(cat /proc/1/comm)" = systemd ] && ok "booted with systemd" || nok "PID 1 is not systemd"
@@ -75,13 +86,7 @@ case "$stage" in
 	check "apt install ./rseq-slice-dkms_*.deb (dkms from apt's cache)" \
 		sh -c "apt-get -q -y install $RS/debs/rseq-slice-dkms_*_all.deb >$LOG/install.log 2>&1 || { cat $LOG/install.log; exit 1; }"
 	grep -iE 'building module|sign|installing /lib|rseq_slice.ko' "$LOG/install.log" | head -n 8 | sed 's/^/# /'
-	check "dkms status: rseq-slice/1.0 installed for $kver" \
-		sh -c "dkms status rseq-slice/1.0 -k $kver | tee /dev/stderr | grep -q ': installed'"
-	f=$(kfile "$kver")
-	case "$f" in
-	*/updates/dkms/rseq_slice.ko*) ok "the module is $f" ;;
-	*) nok "the module is not under updates/dkms: '$f'" ;;
-	esac
+	built_for "$kver"
 	check "modinfo: version 1.0, vermagic $kver" \
 		sh -c "[ \"\$(modinfo -F version $f)\" = 1.0 ] && modinfo -F vermagic $f | grep -q '^$kver '"
 	if loaded; then nok "installing loaded the module (it should wait for modprobe or a boot)"; else ok "installing did not load the module"; fi
@@ -146,13 +151,7 @@ case "$stage" in
 	k612=$(ls /boot | sed -n 's/^vmlinuz-\(6\.12\..*\)/\1/p' | tail -n 1)
 	echo "$k612" >"$STATE/kver-6.12"
 	grep -E 'dkms|rseq' "$LOG/k612.log" | head -n 4 | sed 's/^/# /'
-	check "dkms status: rseq-slice/1.0 installed for $k612" \
-		sh -c "dkms status rseq-slice/1.0 -k $k612 | tee /dev/stderr | grep -q ': installed'"
-	f=$(kfile "$k612")
-	case "$f" in
-	*/updates/dkms/rseq_slice.ko*) ok "the 6.12 module is $f" ;;
-	*) nok "no 6.12 module under updates/dkms: '$f'" ;;
-	esac
+	built_for "$k612"
 	check "the guest's 6.12 kernel goes to the host (third disk)" \
 		tar -C /boot -cf /dev/vdc "vmlinuz-$k612" "initrd.img-$k612"
 	;;

@@ -203,6 +203,37 @@ rs_debian_meta() {
 	rs_log "kernel $name: $RS_KVER, $why"
 }
 
+# rs_debootstrap SUITE DIR LOG: a minbase Debian SUITE in DIR, its
+# sources.list read from stdin (a redirection, not a pipe: rs_die must end
+# the caller). Made aside (DIR.tmp) and moved into place when complete, so
+# that a debootstrap that stopped half way never passes for a tree;
+# DIR/.rs-debootstrap.done marks one. With the archive's
+# keyring, and the host's apt settings that make its archive reachable
+# (validity checks of a mirror's frozen Release files, proxies), as the
+# private apt configurations have them. Needs root; callers serialise.
+rs_debootstrap() {
+	local suite=$1 dir=$2 log=$3 t=$SECONDS
+	rs_need_pkgs debootstrap
+	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
+	mkdir -p "$(dirname "$dir")"
+	rm -rf --one-file-system "$dir.tmp"
+	if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$dir.tmp" "$RS_MIRROR" \
+		>"$log" 2>&1; then
+		tail -n 30 "$log" >&2
+		rm -rf --one-file-system "$dir.tmp"
+		rs_die "debootstrap $suite failed (log: $log)"
+	fi
+	mkdir -p "$dir.tmp/usr/share/keyrings"
+	cp "$RS_KEYRING" "$dir.tmp$RS_KEYRING"
+	cat >"$dir.tmp/etc/apt/sources.list"
+	apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
+		>"$dir.tmp/etc/apt/apt.conf.d/00rseq-slice-host" || true
+	touch "$dir.tmp/.rs-debootstrap.done"
+	rm -rf --one-file-system "$dir"
+	mv -T "$dir.tmp" "$dir"
+	rs_log "debootstrap $suite into $dir: $((SECONDS - t)) s"
+}
+
 # rs_chroot SUITE KVER COMPILER: the build chroot of Debian SUITE,
 # $RS_CACHE/chroot-SUITE (debootstrap --variant=minbase, then COMPILER,
 # make and linux-headers-KVER), for kernels built by a compiler this host
@@ -212,30 +243,13 @@ rs_debian_meta() {
 # (rs_build_module), so nothing of the host is reachable from it; its /proc
 # is mounted only in a private namespace for each command (rs_in_chroot).
 rs_chroot() {
-	local suite=$1 kver=$2 cc=$3 root=$RS_CACHE/chroot-$1 lock t tmp
+	local suite=$1 kver=$2 cc=$3 root=$RS_CACHE/chroot-$1 lock t
 	exec {lock}>"$RS_CACHE/chroot-$suite.lock"
 	flock "$lock"
 	if [ ! -f "$root/.rs-debootstrap.done" ]; then
 		[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite build chroot does not exist yet; making it needs root (debootstrap)"
-		rs_need_pkgs debootstrap
-		[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-		# Made aside and moved into place when complete: a debootstrap
-		# that stopped half way never passes for a chroot.
 		rs_log "making the Debian $suite build chroot $root (debootstrap --variant=minbase)"
-		t=$SECONDS
-		tmp=$(mktemp -d "$root.tmp.XXXXXX")
-		if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$tmp" "$RS_MIRROR" \
-			>"$RS_CACHE/chroot-$suite.log" 2>&1; then
-			rm -rf --one-file-system "$tmp"
-			tail -n 30 "$RS_CACHE/chroot-$suite.log" >&2
-			rs_die "debootstrap $suite failed (log: $RS_CACHE/chroot-$suite.log)"
-		fi
-		mkdir -p "$tmp/usr/share/keyrings"
-		cp "$RS_KEYRING" "$tmp$RS_KEYRING"
-		rs_apt_sources "$suite" >"$tmp/etc/apt/sources.list"
-		touch "$tmp/.rs-debootstrap.done"
-		mv -T "$tmp" "$root"
-		rs_log "debootstrap $suite: $((SECONDS - t)) s"
+		rs_debootstrap "$suite" "$root" "$RS_CACHE/chroot-$suite.log" < <(rs_apt_sources "$suite")
 	fi
 	# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
 	if ! rs_in_chroot "$root" dpkg-query -W -f='${Status}\n' "$cc" make "linux-headers-$kver" \
@@ -625,32 +639,12 @@ rs_rootfs_sources() {
 # made once (root) and never changed: users copy it. The caller holds
 # $RS_CACHE/rootfs/.lock.
 rs_rootfs_base() {
-	local suite=$RS_ROOTFS_SUITE dir=$RS_CACHE/rootfs base t
-	base=$dir/$suite-base
+	local suite=$RS_ROOTFS_SUITE base=$RS_CACHE/rootfs/$RS_ROOTFS_SUITE-base
 	RS_ROOTFS_BASE=$base
 	[ -f "$base/.rs-debootstrap.done" ] && return 0
 	[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite base tree is not cached yet; making it needs root (debootstrap)"
-	rs_need_pkgs debootstrap
-	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-	# Made aside and moved into place when complete.
 	rs_log "rootfs: debootstrap --variant=minbase $suite into $base"
-	t=$SECONDS
-	rm -rf --one-file-system "$base.tmp"
-	if ! debootstrap --variant=minbase --keyring="$RS_KEYRING" "$suite" "$base.tmp" "$RS_MIRROR" \
-		>"$dir/$suite-base.log" 2>&1; then
-		tail -n 30 "$dir/$suite-base.log" >&2
-		rm -rf --one-file-system "$base.tmp"
-		rs_die "debootstrap $suite failed (log: $dir/$suite-base.log)"
-	fi
-	mkdir -p "$base.tmp/usr/share/keyrings"
-	cp "$RS_KEYRING" "$base.tmp$RS_KEYRING"
-	rs_rootfs_sources >"$base.tmp/etc/apt/sources.list"
-	apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
-		>"$base.tmp/etc/apt/apt.conf.d/00rseq-slice-host" || true
-	touch "$base.tmp/.rs-debootstrap.done"
-	rm -rf --one-file-system "$base"
-	mv -T "$base.tmp" "$base"
-	rs_log "rootfs: debootstrap $suite: $((SECONDS - t)) s"
+	rs_debootstrap "$suite" "$base" "$base.log" < <(rs_rootfs_sources)
 }
 
 rs_rootfs() {

@@ -110,23 +110,17 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_reg
 }
 
 /*
- * schedule() entry, any caller, any task: interrupts and preemption as
- * the caller had them (the exit loop: both enabled), never in interrupt
- * context. Must stay cheap for callers other than the exit loop: the ops
- * do not ask ftrace for recursion protection (FTRACE_OPS_FL_RECURSION
- * would route every call through ftrace's assist function first), so
- * every other caller costs the two inlined compares and nothing else.
- * Everything after them runs under this hook's own recursion lock.
+ * The schedule() hook's work for a caller in an exit path's box: under
+ * this hook's own recursion lock, which also disables preemption (the
+ * per-CPU grant stays this CPU's). Out of line, so that the hook's test
+ * for every other caller needs no stack frame.
  */
-static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long parent_ip,
-					     struct ftrace_ops *op, struct ftrace_regs *fregs)
+static noinline void notrace rseq_slice_schedule_exit(unsigned long ip, unsigned long parent_ip,
+						      struct ftrace_regs *fregs)
 {
 	enum rseq_slice_exit kind;
 	int bit;
 
-	if (likely(!rseq_slice_exit_maybe(parent_ip)))
-		return;
-	/* Disables preemption: the per-CPU grant stays this CPU's. */
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
@@ -135,6 +129,21 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 		ftrace_regs_set_instruction_pointer(fregs,
 						    (unsigned long)rseq_slice_schedule_skipped);
 	ftrace_test_recursion_unlock(bit);
+}
+
+/*
+ * schedule() entry, any caller, any task: interrupts and preemption as
+ * the caller had them (the exit loop: both enabled), never in interrupt
+ * context. Must stay cheap for callers other than the exit loop: the ops
+ * do not ask ftrace for recursion protection (FTRACE_OPS_FL_RECURSION
+ * would route every call through ftrace's assist function first), so
+ * every other caller costs the two inlined compares and nothing else.
+ */
+static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long parent_ip,
+					     struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	if (unlikely(rseq_slice_exit_maybe(parent_ip)))
+		rseq_slice_schedule_exit(ip, parent_ip, fregs);
 }
 
 /*

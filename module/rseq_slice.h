@@ -73,16 +73,35 @@ enum rseq_slice_exit {
 int rseq_slice_symbols_init(void);
 unsigned long rseq_slice_symbol(const char *name);
 enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip);
-extern unsigned long rseq_slice_exit_lo, rseq_slice_exit_hi;
+
+/* A piece of kernel text: [lo, lo + size). Empty when size is 0. */
+struct rseq_slice_box {
+	unsigned long lo;
+	unsigned long size;
+};
+
+/*
+ * Two: the return paths' ranges lie in .noinstr.text and .text. More
+ * ranges elsewhere would only widen the second box (symbols.c).
+ */
+#define RSEQ_SLICE_EXIT_BOXES	2
+extern struct rseq_slice_box rseq_slice_exit_boxes[RSEQ_SLICE_EXIT_BOXES];
+
+static __always_inline bool rseq_slice_in_box(unsigned long ip, const struct rseq_slice_box *b)
+{
+	return ip - b->lo < b->size;
+}
 
 /*
  * The schedule() hook's first test, on every call of schedule() in the
- * system: can the caller be an exit-to-user path at all? Inline and
- * notrace, because it runs before the hook's recursion protection.
+ * system: can the caller be an exit-to-user path at all? One compare per
+ * box. Inline and notrace, because it runs before the hook's recursion
+ * protection.
  */
 static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
 {
-	return parent_ip >= rseq_slice_exit_lo && parent_ip < rseq_slice_exit_hi;
+	return rseq_slice_in_box(parent_ip, &rseq_slice_exit_boxes[0]) ||
+	       rseq_slice_in_box(parent_ip, &rseq_slice_exit_boxes[1]);
 }
 
 struct ftrace_regs;

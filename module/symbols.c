@@ -66,11 +66,43 @@ static const struct {
 static struct rseq_slice_range rseq_slice_ranges[ARRAY_SIZE(rseq_slice_exit_funcs)];
 static unsigned int rseq_slice_nr_ranges;
 /*
- * The smallest interval holding every range: the fast reject, inlined
- * into the schedule() hook (rseq_slice_exit_maybe()). Written once at
- * load time, before any hook is registered.
+ * The fast reject, inlined into the schedule() hook
+ * (rseq_slice_exit_maybe()): a few intervals of kernel text that hold
+ * every range. The ranges lie in two places megabytes apart, .noinstr.text
+ * (the return paths) and .text (6.1's exit_to_user_mode_prepare(), the
+ * out-of-line exit_to_user_mode_loop()): one interval over both let most
+ * of the kernel's calls of schedule() (pipe_read()'s, say) on to the slow
+ * test, the recursion lock and the scan of the ranges. Written once at
+ * load time, before any hook is registered; an unused one is empty.
  */
-unsigned long rseq_slice_exit_lo, rseq_slice_exit_hi;
+struct rseq_slice_box rseq_slice_exit_boxes[RSEQ_SLICE_EXIT_BOXES];
+
+/* Ranges closer than this share a box. */
+#define RSEQ_SLICE_BOX_GAP	SZ_64K
+
+static void rseq_slice_exit_boxes_init(void)
+{
+	struct rseq_slice_range r[ARRAY_SIZE(rseq_slice_ranges)];
+	struct rseq_slice_box *b = NULL;
+	unsigned long hi = 0;
+	unsigned int i, j, n = 0;
+
+	memcpy(r, rseq_slice_ranges, sizeof(r));
+	/* By start; seven ranges at most. */
+	for (i = 1; i < rseq_slice_nr_ranges; i++) {
+		for (j = i; j > 0 && r[j - 1].start > r[j].start; j--)
+			swap(r[j - 1], r[j]);
+	}
+	for (i = 0; i < rseq_slice_nr_ranges; i++) {
+		/* Near the box, or no box left: the box grows to take it. */
+		if (!b || (r[i].start > hi + RSEQ_SLICE_BOX_GAP && n < RSEQ_SLICE_EXIT_BOXES)) {
+			b = &rseq_slice_exit_boxes[n++];
+			b->lo = r[i].start;
+		}
+		hi = max(hi, r[i].end);
+		b->size = hi - b->lo;
+	}
+}
 
 static unsigned long (*rseq_slice_lookup_name)(const char *name);
 static int (*rseq_slice_lookup_size_offset)(unsigned long addr, unsigned long *size,
@@ -214,7 +246,6 @@ int rseq_slice_symbols_init(void)
 	}
 #endif
 
-	rseq_slice_exit_lo = ULONG_MAX;
 	for (i = 0; i < ARRAY_SIZE(rseq_slice_exit_funcs); i++) {
 		addr = rseq_slice_lookup_name(rseq_slice_exit_funcs[i].name);
 		if (!addr || !rseq_slice_lookup_size_offset(addr, &size, &offset) || offset)
@@ -224,13 +255,12 @@ int rseq_slice_symbols_init(void)
 			.end = addr + size,
 			.kind = rseq_slice_exit_funcs[i].kind,
 		};
-		rseq_slice_exit_lo = min(rseq_slice_exit_lo, addr);
-		rseq_slice_exit_hi = max(rseq_slice_exit_hi, addr + size);
 		if (rseq_slice_exit_funcs[i].kind == RSEQ_SLICE_EXIT_IRQ)
 			irq = true;
 		else
 			shared_or_direct = true;
 	}
+	rseq_slice_exit_boxes_init();
 	/*
 	 * 6.1 and 6.12 return to user space through two functions of their
 	 * own, one per path, which is what lets a caller of schedule() (or

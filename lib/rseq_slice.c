@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,31 +192,83 @@ void rseq_slice_fini(void)
 	t->mod.fd = -1;
 }
 
+/*
+ * RSEQ_SLICE_BACKEND: the backends this process may use. Unset, empty or
+ * "auto": any (rseq_slice_init()'s own choice); "none": none, the program
+ * runs as if the machine had no extension; "kernel" ("merged",
+ * "upstream") or "module" ("ioctl", "device"): only that one. Anything
+ * else is said once on stderr and read as "auto". Read at every
+ * rseq_slice_init() (not a hot path), so a program may set it itself.
+ */
+static enum rseq_slice_backend env_backend(void)
+{
+	static int warned;
+	const char *v = getenv("RSEQ_SLICE_BACKEND");
+	enum rseq_slice_backend b;
+	char msg[256];
+	int n;
+
+	if (!v || !*v)
+		return RSEQ_SLICE_BACKEND_AUTO;
+	if (!rseq_slice_backend_parse(v, &b))
+		return b;
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return RSEQ_SLICE_BACKEND_AUTO;
+	/* write(), not stdio: the interposer calls this from a lock wrapper. */
+	n = snprintf(msg, sizeof(msg), "librseq-slice: RSEQ_SLICE_BACKEND=%.64s: not auto, none, "
+		     "kernel (merged, upstream) or module (ioctl, device); using auto\n", v);
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		return RSEQ_SLICE_BACKEND_AUTO;
+	return RSEQ_SLICE_BACKEND_AUTO;
+}
+
+/* What rseq_slice_init(@b) returns where the machine lacks @b. */
+static int absent(enum rseq_slice_backend b)
+{
+	/* prctl() of an unknown option; open() of a missing device. */
+	return b == RSEQ_SLICE_BACKEND_KERNEL ? -EINVAL : -ENOENT;
+}
+
 int rseq_slice_init(enum rseq_slice_backend want)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
-	int ret;
+	enum rseq_slice_backend allowed;
+	int ret, asked = want != RSEQ_SLICE_BACKEND_AUTO;
 
 	if (t->depth)
 		return -EBUSY;	/* inside a critical section */
 	rseq_slice_fini();
+	if (want != RSEQ_SLICE_BACKEND_NONE && want != RSEQ_SLICE_BACKEND_KERNEL &&
+	    want != RSEQ_SLICE_BACKEND_MODULE && want != RSEQ_SLICE_BACKEND_AUTO)
+		return -EINVAL;
+	allowed = env_backend();
+	if (allowed != RSEQ_SLICE_BACKEND_AUTO) {
+		if (want == RSEQ_SLICE_BACKEND_AUTO)
+			want = allowed;
+		else if (want != RSEQ_SLICE_BACKEND_NONE && want != allowed)
+			return absent(want);
+		if (want == RSEQ_SLICE_BACKEND_NONE)
+			return RSEQ_SLICE_BACKEND_NONE;
+	}
 	switch (want) {
 	case RSEQ_SLICE_BACKEND_NONE:
 		return RSEQ_SLICE_BACKEND_NONE;
 	case RSEQ_SLICE_BACKEND_KERNEL:
 		ret = try_kernel(t);
-		return ret ? ret : RSEQ_SLICE_BACKEND_KERNEL;
+		break;
 	case RSEQ_SLICE_BACKEND_MODULE:
 		ret = try_module(t);
-		return ret ? ret : RSEQ_SLICE_BACKEND_MODULE;
-	case RSEQ_SLICE_BACKEND_AUTO:
+		break;
+	default:
 		if (!try_kernel(t))
 			return RSEQ_SLICE_BACKEND_KERNEL;
 		if (!try_module(t))
 			return RSEQ_SLICE_BACKEND_MODULE;
 		return RSEQ_SLICE_BACKEND_NONE;
 	}
-	return -EINVAL;
+	if (ret)	/* "auto" narrowed by the environment ends on "none" */
+		return asked ? ret : RSEQ_SLICE_BACKEND_NONE;
+	return want;
 }
 
 static const char *const names[] = {
@@ -240,9 +294,14 @@ int rseq_slice_backend_parse(const char *name, enum rseq_slice_backend *b)
 		*b = RSEQ_SLICE_BACKEND_AUTO;
 		return 0;
 	}
-	/* The benchmarks' name for the kernel's own implementation. */
-	if (!strcmp(name, "upstream")) {
+	/* The benchmarks' name for the kernel's own implementation, and another. */
+	if (!strcmp(name, "upstream") || !strcmp(name, "merged")) {
 		*b = RSEQ_SLICE_BACKEND_KERNEL;
+		return 0;
+	}
+	/* The module's v1 ioctls on its device. */
+	if (!strcmp(name, "ioctl") || !strcmp(name, "device")) {
+		*b = RSEQ_SLICE_BACKEND_MODULE;
 		return 0;
 	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

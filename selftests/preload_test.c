@@ -537,6 +537,20 @@ static void slurp(int fd, char *buf, size_t size)
 	close(fd);
 }
 
+static void putenv_pair(const char *env)
+{
+	static char buf[256];
+	char *sp;
+
+	snprintf(buf, sizeof(buf), "%s", env);
+	sp = strchr(buf, ' ');
+	if (sp) {
+		*sp = 0;
+		putenv(sp + 1);
+	}
+	putenv(buf);
+}
+
 /* Run this binary with @arg1 @arg2, @preload or not, and @env set. */
 static void run(struct result *r, const char *so, const char *arg1, const char *arg2,
 		const char *env)
@@ -553,11 +567,14 @@ static void run(struct result *r, const char *so, const char *arg1, const char *
 		unsetenv("LD_PRELOAD");
 		unsetenv("RSEQ_SLICE_PRELOAD");
 		unsetenv("RSEQ_SLICE_PRELOAD_STATS");
+		unsetenv("RSEQ_SLICE_PRELOAD_BENCH");
+		unsetenv("RSEQ_SLICE_BACKEND");
 		if (so)
 			setenv("LD_PRELOAD", so, 1);
+		/* @env: one NAME=VALUE, or two separated by a space. */
 		if (env)
-			putenv((char *)env);
-		setenv("RSEQ_SLICE_PRELOAD_STATS", "1", 1);
+			putenv_pair(env);
+		setenv("RSEQ_SLICE_PRELOAD_STATS", "1", 0);
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -675,7 +692,7 @@ int main(int argc, char **argv)
 		strcpy(slash ? slash + 1 : so, "librseq_slice_preload.so");
 	}
 	ksft_print_header();
-	ksft_set_plan(7);
+	ksft_set_plan(10);
 	if (access(so, R_OK))
 		ksft_exit_fail_msg("no interposer at %s\n", so);
 	ksft_print_msg("interposer %s\n", so);
@@ -702,5 +719,24 @@ int main(int argc, char **argv)
 	 * grant is yielded before the unlock.
 	 */
 	contended(so, "RSEQ_SLICE_PRELOAD=module", access(RSEQ_SLICE_DEVICE, F_OK) == 0, "module");
+
+	/*
+	 * Without counting, the wrappers are the fast path (a backend here)
+	 * or the real functions (none); RSEQ_SLICE_PRELOAD_BENCH=merged-stores
+	 * takes the fast path anywhere (the rseq area's word, unregistered).
+	 */
+	run(&off, so, "transcript", NULL, "RSEQ_SLICE_PRELOAD_STATS=0");
+	ksft_test_result(ran_to_end(&off) && summary(&off, "sections") < 0 && !strcmp(plain.out, off.out),
+			 "transcripts identical without counting\n");
+	if (strcmp(plain.out, off.out))
+		print_lines("differs: ", off.out);
+	run(&off, so, "transcript", NULL,
+	    "RSEQ_SLICE_PRELOAD_STATS=0 RSEQ_SLICE_PRELOAD_BENCH=merged-stores");
+	ksft_test_result(ran_to_end(&off) && !strcmp(plain.out, off.out),
+			 "transcripts identical on the fast path (merged-stores)\n");
+	if (strcmp(plain.out, off.out))
+		print_lines("differs: ", off.out);
+	/* The library's RSEQ_SLICE_BACKEND=none: as if there were no extension. */
+	contended(so, "RSEQ_SLICE_BACKEND=none", 0, "kernel");
 	ksft_finished();
 }

@@ -15,30 +15,131 @@ static int took(int ret)
 	return ret == 0 || ret == EOWNERDEAD ? 1 : 0;
 }
 
+/* The fast path's acquire: @call, then the section if it took the lock. */
+#define FAST_ACQUIRE(call)				\
+	do {						\
+		int ret = call;				\
+							\
+		if (rsp_likely(!ret)) {			\
+			rsp_acquired();			\
+			return 0;			\
+		}					\
+		if (ret == EOWNERDEAD)			\
+			rsp_acquired();			\
+		return ret;				\
+	} while (0)
+
+/* The exported wrappers: one jump through rsp_tab. */
 RSP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_lock(m), took(ret));
+	return rsp_tab.mutex_lock(m);
 }
 
 RSP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_trylock(m), took(ret));
+	return rsp_tab.mutex_trylock(m);
 }
 
 RSP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_timedlock(m, abstime), took(ret));
+	return rsp_tab.mutex_timedlock(m, abstime);
 }
 
 RSP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
-	/* A C library before 2.30 has none. */
-	if (rsp_resolve() && !rsp_real.mutex_clocklock)
-		return ENOSYS;
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.mutex_clocklock(m, clock, abstime), took(ret));
+	return rsp_tab.mutex_clocklock(m, clock, abstime);
 }
 
 RSP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	RSP_WRAP(RSP_RELEASE, rsp_real.mutex_unlock(m), ret == 0 ? -1 : 0);
+	return rsp_tab.mutex_unlock(m);
+}
+
+/* The fast path. */
+static int fast_lock(pthread_mutex_t *m)
+{
+	FAST_ACQUIRE(rsp_real.mutex_lock(m));
+}
+
+static int fast_trylock(pthread_mutex_t *m)
+{
+	FAST_ACQUIRE(rsp_real.mutex_trylock(m));
+}
+
+static int fast_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+{
+	FAST_ACQUIRE(rsp_real.mutex_timedlock(m, abstime));
+}
+
+static int fast_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	FAST_ACQUIRE(rsp_real.mutex_clocklock(m, clock, abstime));
+}
+
+RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m))
+
+/* The general path. */
+static int general_lock(pthread_mutex_t *m)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.mutex_lock(m), took(ret));
+}
+
+static int general_trylock(pthread_mutex_t *m)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.mutex_trylock(m), took(ret));
+}
+
+static int general_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.mutex_timedlock(m, abstime), took(ret));
+}
+
+static int general_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.mutex_clocklock(m, clock, abstime), took(ret));
+}
+
+static int general_unlock(pthread_mutex_t *m)
+{
+	RSP_GENERAL(RSP_RELEASE, rsp_real.mutex_unlock(m), ret == 0 ? -1 : 0);
+}
+
+/* A C library before 2.30 has no pthread_mutex_clocklock(). */
+static int no_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	(void)m;
+	(void)clock;
+	(void)abstime;
+	return ENOSYS;
+}
+
+void rsp_select_mutex(enum rsp_mode mode)
+{
+	switch (mode) {
+	case RSP_PRE:
+		break;
+	case RSP_PASS:
+		RSP_SET(mutex_lock, rsp_real.mutex_lock);
+		RSP_SET(mutex_trylock, rsp_real.mutex_trylock);
+		RSP_SET(mutex_timedlock, rsp_real.mutex_timedlock);
+		RSP_SET(mutex_clocklock, rsp_real.mutex_clocklock);
+		RSP_SET(mutex_unlock, rsp_real.mutex_unlock);
+		break;
+	case RSP_FAST:
+		RSP_SET(mutex_lock, fast_lock);
+		RSP_SET(mutex_trylock, fast_trylock);
+		RSP_SET(mutex_timedlock, fast_timedlock);
+		RSP_SET(mutex_clocklock, fast_clocklock);
+		RSP_SET(mutex_unlock, fast_unlock);
+		break;
+	case RSP_GENERAL:
+		RSP_SET(mutex_lock, general_lock);
+		RSP_SET(mutex_trylock, general_trylock);
+		RSP_SET(mutex_timedlock, general_timedlock);
+		RSP_SET(mutex_clocklock, general_clocklock);
+		RSP_SET(mutex_unlock, general_unlock);
+		break;
+	}
+	if (mode != RSP_PRE && !rsp_real.mutex_clocklock)
+		RSP_SET(mutex_clocklock, no_clocklock);
 }

@@ -5,18 +5,41 @@
  * spin.c, rwlock.c, cond.c); a thread's critical section runs from its
  * first lock to the release of its last one (section.c); the real
  * functions come from dlsym(RTLD_NEXT) (real.c).
+ *
+ * Each exported wrapper is one indirect jump through rsp_tab, which the
+ * first call (or the constructor) sets, once, to one of four sets:
+ *
+ * - pre: resolve first, then go through rsp_tab again (a lock taken in
+ *   another library's constructor, before this one's);
+ * - pass: the real functions themselves (RSEQ_SLICE_PRELOAD=0, or no
+ *   backend for this process and nothing to count);
+ * - fast: the merged ABI (or none) without counting: the real call and a
+ *   few straight-line instructions around it (rsp_acquired(),
+ *   RSP_FAST_RELEASE below);
+ * - general: everything else (RSEQ_SLICE_PRELOAD_STATS=1, the module's
+ *   ioctls, condition variable waits): rsp_enter() and rsp_leave()
+ *   around the real call.
  */
 #ifndef RSEQ_SLICE_PRELOAD_H
 #define RSEQ_SLICE_PRELOAD_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
+
+#include "rseq_slice.h"
+
+/* Hidden: reached PC-relative, not through the GOT. */
+#pragma GCC visibility push(hidden)
 
 /* The wrappers (everything else is hidden, the library too). */
 #define RSP_EXPORT __attribute__((visibility("default")))
+#define RSP_TLS __thread __attribute__((tls_model("initial-exec")))
+#define rsp_likely(x)	__builtin_expect(!!(x), 1)
+#define rsp_unlikely(x)	__builtin_expect(!!(x), 0)
 
-/* The real functions, resolved once by rsp_resolve(). */
-struct rsp_real {
+/* The wrapped calls: the real ones (rsp_real), and where each wrapper jumps (rsp_tab). */
+struct rsp_calls {
 	int (*mutex_lock)(pthread_mutex_t *);
 	int (*mutex_trylock)(pthread_mutex_t *);
 	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
@@ -36,22 +59,148 @@ struct rsp_real {
 			      const struct timespec *);
 };
 
-extern struct rsp_real rsp_real;
+extern struct rsp_calls rsp_real, rsp_tab;
 
 /*
- * Resolve rsp_real (once; the constructor does it before main). False
- * while this very thread is resolving: dlsym() may allocate, and an
- * allocator that locks calls back in here. The process is still single
- * threaded then, and the wrapper treats the call as an uncontended one.
+ * Resolve rsp_real and set rsp_tab (once; the constructor does it before
+ * main). False while this very thread is resolving: dlsym() may
+ * allocate, and an allocator that locks calls back in here. The process
+ * is still single threaded then, and the wrapper treats the call as an
+ * uncontended one.
  */
 int rsp_resolve(void);
 
+/* Which set rsp_tab holds (see above). */
+enum rsp_mode { RSP_PRE, RSP_PASS, RSP_FAST, RSP_GENERAL };
+
+/* Each file's part of rsp_tab for @mode (rsp_resolve() calls them). */
+void rsp_select_mutex(enum rsp_mode mode);
+void rsp_select_spin(enum rsp_mode mode);
+void rsp_select_rwlock(enum rsp_mode mode);
+void rsp_select_cond(enum rsp_mode mode);
+
+/* --- the thread's state, shared by the fast and the general paths ------- */
+
 /*
- * The section protocol, around each real call (section.c): rsp_enter()
- * before it says what the call is, rsp_leave() after it what it did:
- * +1 took a lock, -1 gave one back, 0 neither (failed, or a wait that
- * holds the mutex again). Only a successful acquire begins or nests a
- * section, only a successful release ends one.
+ * depth: locks held, by the wrappers' count, with RSP_UNTRIED while the
+ * thread was not enabled yet (every thread starts so: the TLS image; a
+ * fork child again). word: the 32-bit word whose bit 0 is REQUEST (the
+ * merged ABI's slice_ctrl.request on a little-endian machine, byte 1 its
+ * granted), or none_word where the thread has no backend.
+ */
+#define RSP_UNTRIED	0x80000000U
+
+struct rsp_thread {
+	unsigned int depth;
+	uint32_t *word;
+	uint32_t none_word;
+	unsigned char cleared;	/* rsp_enter() cleared REQUEST in a section */
+	unsigned char restart;	/* ... at its end: a new one if it goes on */
+	unsigned char yield_after; /* granted at the clear: yield after the call */
+};
+
+extern RSP_TLS struct rsp_thread rsp_thr;
+
+static inline void rsp_request(uint32_t *w)
+{
+	__atomic_store_n((uint8_t *)w, 1, __ATOMIC_RELAXED);
+	__asm__ __volatile__("" ::: "memory");
+}
+
+/*
+ * Clear REQUEST; true if it was still set (no grant, no preemption since):
+ * CPU-local, so that a grant cannot slip between a load and a store.
+ */
+static inline int rsp_test_clear(uint32_t *w)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__ goto("btrl $0, %0\n\tjnc %l[was_clear]"
+				  : : "m" (*w) : "cc", "memory" : was_clear);
+	return 1;
+was_clear:
+	return 0;
+#else
+	return rseq_slice_arch_test_clear(w, 0);
+#endif
+}
+
+/* The rare cases of the fast path (section.c). */
+void rsp_acquired_more(struct rsp_thread *t, unsigned int d);
+void rsp_released_inner(struct rsp_thread *t, unsigned int d);
+int rsp_end_found(struct rsp_thread *t);
+void rsp_inner_done(void);
+void rsp_end_yield(struct rsp_thread *t);
+
+/* The fast path after a call that took a lock. */
+static inline __attribute__((always_inline)) void rsp_acquired(void)
+{
+	struct rsp_thread *t = &rsp_thr;
+	unsigned int d = t->depth;
+
+	if (rsp_likely(d == 0)) {
+		t->depth = 1;
+		rsp_request(t->word);
+		return;
+	}
+	rsp_acquired_more(t, d);
+}
+
+/*
+ * The fast path of a release: @name@params, the real call @call on
+ * @args. The outermost clears REQUEST before the call; only an inner or
+ * uncounted release, a grant or preemption found then, or a failed
+ * unlock leave the straight line (the first two for @name_slow).
+ */
+#define RSP_FAST_RELEASE(name, params, args, call)			\
+	static __attribute__((noinline)) int name##_slow params		\
+	{								\
+		struct rsp_thread *t = &rsp_thr;			\
+		unsigned int d = t->depth;				\
+		int ret, granted;					\
+									\
+		if (d != 1) {						\
+			ret = call;					\
+			if (!ret)					\
+				rsp_released_inner(t, d);		\
+			return ret;					\
+		}							\
+		/* REQUEST was found clear. */				\
+		granted = rsp_end_found(t);				\
+		ret = call;						\
+		if (granted)						\
+			rsp_end_yield(t);				\
+		if (ret) {						\
+			rsp_request(t->word);				\
+			return ret;					\
+		}							\
+		t->depth = 0;						\
+		return 0;						\
+	}								\
+									\
+	static int name params						\
+	{								\
+		struct rsp_thread *t = &rsp_thr;			\
+		int ret;						\
+									\
+		if (rsp_unlikely(t->depth != 1) ||			\
+		    rsp_unlikely(!rsp_test_clear(t->word)))		\
+			return name##_slow args;			\
+		ret = call;						\
+		if (rsp_unlikely(ret)) {				\
+			rsp_request(rsp_thr.word);	/* still held */ \
+			return ret;					\
+		}							\
+		rsp_thr.depth = 0;					\
+		return 0;						\
+	}
+
+/* --- the general path (section.c) --------------------------------------- */
+
+/*
+ * rsp_enter() before the real call says what the call is, rsp_leave()
+ * after it what it did: +1 took a lock, -1 gave one back, 0 neither
+ * (failed, or a wait that holds the mutex again). Only a successful
+ * acquire begins or nests a section, only a successful release ends one.
  */
 enum rsp_kind {
 	RSP_ACQUIRE,	/* may take a lock (and block) */
@@ -63,34 +212,29 @@ enum rsp_kind {
 void rsp_enter(enum rsp_kind kind);
 void rsp_leave(int delta);
 
-/*
- * The body of a wrapper: @call, the real call, between rsp_enter(@kind)
- * and rsp_leave(@delta), where @delta may use the call's result as
- * "ret". Before the real functions are resolved (this thread is inside
- * dlsym()) the call counts as an uncontended success and returns 0; with
- * RSEQ_SLICE_PRELOAD=0 only the real call runs.
- */
-#define RSP_WRAP(kind, call, delta)		\
+/* The general path's body: @call between rsp_enter(@kind) and rsp_leave(@delta). */
+#define RSP_GENERAL(kind, call, delta)		\
 	do {					\
 		int ret;			\
 						\
-		if (!rsp_resolve())		\
-			return 0;		\
-		if (rsp_off)			\
-			return call;		\
 		rsp_enter(kind);		\
 		ret = call;			\
 		rsp_leave(delta);		\
 		return ret;			\
 	} while (0)
 
+/* Set one entry of rsp_tab (a thread may be jumping through it). */
+#define RSP_SET(field, fn) __atomic_store_n(&rsp_tab.field, fn, __ATOMIC_RELEASE)
+
 /*
  * Read the environment (section.c): rsp_resolve() calls it first, so that
  * a lock taken in another library's constructor, before this one's, sees
- * it. RSEQ_SLICE_PRELOAD=0 sets rsp_off: every wrapper only calls the
- * real function.
+ * it; then rsp_pick() says which set rsp_tab gets.
  */
 void rsp_configure(void);
+enum rsp_mode rsp_pick(void);
 extern int rsp_off;
+
+#pragma GCC visibility pop
 
 #endif /* RSEQ_SLICE_PRELOAD_H */

@@ -14,7 +14,7 @@
 
 #define HELD 8
 
-static __thread pthread_rwlock_t *held[HELD] __attribute__((tls_model("initial-exec")));
+static RSP_TLS pthread_rwlock_t *held[HELD];
 
 static int slot_of(pthread_rwlock_t *l)
 {
@@ -42,37 +42,110 @@ static int took(int ret, pthread_rwlock_t *l)
 
 RSP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_wrlock(l), took(ret, l));
+	return rsp_tab.rwlock_wrlock(l);
 }
 
 RSP_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_trywrlock(l), took(ret, l));
+	return rsp_tab.rwlock_trywrlock(l);
 }
 
 RSP_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_timedwrlock(l, abstime), took(ret, l));
+	return rsp_tab.rwlock_timedwrlock(l, abstime);
 }
 
 RSP_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
-			       const struct timespec *abstime)
+					  const struct timespec *abstime)
 {
-	/* A C library before 2.30 has none. */
-	if (rsp_resolve() && !rsp_real.rwlock_clockwrlock)
-		return ENOSYS;
-	RSP_WRAP(RSP_ACQUIRE, rsp_real.rwlock_clockwrlock(l, clock, abstime), took(ret, l));
+	return rsp_tab.rwlock_clockwrlock(l, clock, abstime);
 }
 
 RSP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
-	int ret, i;
+	return rsp_tab.rwlock_unlock(l);
+}
 
-	if (!rsp_resolve())
-		return 0;
-	if (rsp_off)
-		return rsp_real.rwlock_unlock(l);
-	i = slot_of(l);
+/* The fast path. */
+#define FAST_ACQUIRE(call, l)				\
+	do {						\
+		int ret = call;				\
+							\
+		if (took(ret, l))			\
+			rsp_acquired();			\
+		return ret;				\
+	} while (0)
+
+static int fast_wrlock(pthread_rwlock_t *l)
+{
+	FAST_ACQUIRE(rsp_real.rwlock_wrlock(l), l);
+}
+
+static int fast_trywrlock(pthread_rwlock_t *l)
+{
+	FAST_ACQUIRE(rsp_real.rwlock_trywrlock(l), l);
+}
+
+static int fast_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
+{
+	FAST_ACQUIRE(rsp_real.rwlock_timedwrlock(l, abstime), l);
+}
+
+static int fast_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	FAST_ACQUIRE(rsp_real.rwlock_clockwrlock(l, clock, abstime), l);
+}
+
+static int write_unlock(pthread_rwlock_t *l, int i)
+{
+	int ret = rsp_real.rwlock_unlock(l);
+
+	if (!ret)
+		held[i] = NULL;
+	return ret;
+}
+
+RSP_FAST_RELEASE(fast_write_unlock, (pthread_rwlock_t *l, int i), (l, i), write_unlock(l, i))
+
+static int fast_unlock(pthread_rwlock_t *l)
+{
+	int i = slot_of(l);
+
+	int ret;
+
+	if (i >= 0)
+		return fast_write_unlock(l, i);
+	/* A read lock: no section, but it may wake a writer (and sleep). */
+	ret = rsp_real.rwlock_unlock(l);
+	rsp_inner_done();
+	return ret;
+}
+
+/* The general path. */
+static int general_wrlock(pthread_rwlock_t *l)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.rwlock_wrlock(l), took(ret, l));
+}
+
+static int general_trywrlock(pthread_rwlock_t *l)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.rwlock_trywrlock(l), took(ret, l));
+}
+
+static int general_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.rwlock_timedwrlock(l, abstime), took(ret, l));
+}
+
+static int general_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	RSP_GENERAL(RSP_ACQUIRE, rsp_real.rwlock_clockwrlock(l, clock, abstime), took(ret, l));
+}
+
+static int general_unlock(pthread_rwlock_t *l)
+{
+	int ret, i = slot_of(l);
+
 	if (i < 0) {
 		/* A read lock: no section, but it may wake a writer. */
 		rsp_enter(RSP_INNER);
@@ -86,4 +159,44 @@ RSP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 		held[i] = NULL;
 	rsp_leave(ret == 0 ? -1 : 0);
 	return ret;
+}
+
+/* A C library before 2.30 has no pthread_rwlock_clockwrlock(). */
+static int no_clockwrlock(pthread_rwlock_t *l, clockid_t clock, const struct timespec *abstime)
+{
+	(void)l;
+	(void)clock;
+	(void)abstime;
+	return ENOSYS;
+}
+
+void rsp_select_rwlock(enum rsp_mode mode)
+{
+	switch (mode) {
+	case RSP_PRE:
+		break;
+	case RSP_PASS:
+		RSP_SET(rwlock_wrlock, rsp_real.rwlock_wrlock);
+		RSP_SET(rwlock_trywrlock, rsp_real.rwlock_trywrlock);
+		RSP_SET(rwlock_timedwrlock, rsp_real.rwlock_timedwrlock);
+		RSP_SET(rwlock_clockwrlock, rsp_real.rwlock_clockwrlock);
+		RSP_SET(rwlock_unlock, rsp_real.rwlock_unlock);
+		break;
+	case RSP_FAST:
+		RSP_SET(rwlock_wrlock, fast_wrlock);
+		RSP_SET(rwlock_trywrlock, fast_trywrlock);
+		RSP_SET(rwlock_timedwrlock, fast_timedwrlock);
+		RSP_SET(rwlock_clockwrlock, fast_clockwrlock);
+		RSP_SET(rwlock_unlock, fast_unlock);
+		break;
+	case RSP_GENERAL:
+		RSP_SET(rwlock_wrlock, general_wrlock);
+		RSP_SET(rwlock_trywrlock, general_trywrlock);
+		RSP_SET(rwlock_timedwrlock, general_timedwrlock);
+		RSP_SET(rwlock_clockwrlock, general_clockwrlock);
+		RSP_SET(rwlock_unlock, general_unlock);
+		break;
+	}
+	if (mode != RSP_PRE && !rsp_real.rwlock_clockwrlock)
+		RSP_SET(rwlock_clockwrlock, no_clockwrlock);
 }

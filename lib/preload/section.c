@@ -22,6 +22,12 @@
  *
  * Once REQUEST is clear no new grant can come, so no call after the
  * check can meet one.
+ *
+ * Two paths do this (see preload.h): the fast one, for the merged ABI (or
+ * none) when nothing is counted, works on the thread's word directly;
+ * the general one (rsp_enter(), rsp_leave()) through the library's
+ * rseq_slice_cs_*(). They share the depth, so a process may use both
+ * (the fast path's condition variable waits are the general path's).
  */
 #define _GNU_SOURCE
 #include "preload.h"
@@ -33,21 +39,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/rseq.h>
 
-#define TLS __thread __attribute__((tls_model("initial-exec")))
+RSP_TLS struct rsp_thread rsp_thr = { .depth = RSP_UNTRIED };
 
-struct rsp_thread {
-	unsigned int depth;	/* locks held, by the wrappers' count */
-	unsigned char tried;	/* rseq_slice_init() done for this thread */
-	unsigned char cleared;	/* rsp_enter() cleared REQUEST in a section */
-	unsigned char restart;	/* ... at its end: a new one if it goes on */
-	unsigned char yield_after; /* granted at the clear: yield after the call */
-};
+#define thr rsp_thr
 
-static TLS struct rsp_thread thr;
+static unsigned int held(const struct rsp_thread *t)
+{
+	return t->depth & ~RSP_UNTRIED;
+}
 
 int rsp_off;
 static int stats_on;
+/* RSEQ_SLICE_PRELOAD_BENCH=merged-stores: the fast path on the rseq area, unregistered. */
+static int bench_stores;
+/* The wrappers are the real functions: off, or no backend. */
+static int pass;
 static enum rseq_slice_backend want = RSEQ_SLICE_BACKEND_KERNEL;
 static const char *backend_seen = "none";
 
@@ -65,10 +73,19 @@ static void enable(struct rsp_thread *t)
 {
 	int b;
 
-	t->tried = 1;
+	t->depth &= ~RSP_UNTRIED;
+	t->word = &t->none_word;
+	if (rsp_unlikely(bench_stores)) {
+		/* Not enabled: the word is only stored to, as the merged ABI's. */
+		t->word = (uint32_t *)((char *)rseq_slice_arch_thread_pointer() + __rseq_offset +
+				       RSEQ_SLICE_CTRL_OFFSET);
+		return;
+	}
 	b = rseq_slice_init(want);
 	if (b <= RSEQ_SLICE_BACKEND_NONE)
 		return;
+	if (b == RSEQ_SLICE_BACKEND_KERNEL)
+		t->word = &rseq_slice_tls.kctrl->all;
 	__atomic_store_n(&backend_seen, rseq_slice_backend_name(b), __ATOMIC_RELAXED);
 	count(S_THREADS);
 }
@@ -107,12 +124,12 @@ void rsp_enter(enum rsp_kind kind)
 {
 	struct rsp_thread *t = &thr;
 
-	if (!t->depth) {
-		if (kind == RSP_ACQUIRE && !t->tried)
+	if (!held(t)) {
+		if (kind == RSP_ACQUIRE && (t->depth & RSP_UNTRIED))
 			enable(t);
 		return;
 	}
-	if (kind == RSP_WAIT || (kind == RSP_RELEASE && t->depth == 1))
+	if (kind == RSP_WAIT || (kind == RSP_RELEASE && held(t) == 1))
 		clear(t, 1);
 	else if (rseq_slice_backend() == RSEQ_SLICE_BACKEND_MODULE)
 		clear(t, 0);	/* the call may block or wake: no grant across it */
@@ -129,13 +146,16 @@ void rsp_leave(int delta)
 			yield();
 	}
 	t->cleared = 0;
-	if (delta < 0 && t->depth) {
+	if (delta < 0 && held(t)) {
 		t->depth--;	/* an unlock of a lock not counted here is ignored */
-	} else if (delta > 0 && t->depth++ == 0) {
+	} else if (delta > 0 && held(t) == 0) {
+		t->depth++;
 		begin();
 		return;
+	} else if (delta > 0) {
+		t->depth++;
 	}
-	if (!t->depth)
+	if (!held(t))
 		return;
 	if (cleared && t->restart)
 		begin();	/* the wait is over, or the unlock failed */
@@ -143,10 +163,74 @@ void rsp_leave(int delta)
 		rseq_slice_cs_request();	/* cleared here, or by the kernel: the call slept */
 }
 
+/* --- the fast path's rare cases ------------------------------------------- */
+
+/* Bits 0 (request) and 8 (granted) of the merged ABI's word, or v1's 0 and 1. */
+static int word_idle(const uint32_t *w)
+{
+	return !(__atomic_load_n(w, __ATOMIC_RELAXED) & 0x0103);
+}
+
+static int word_granted(const uint32_t *w)
+{
+	return ((const uint8_t *)w)[1] != 0;
+}
+
+/* An acquire at depth @d > 0, or the thread's first (RSP_UNTRIED). */
+void rsp_acquired_more(struct rsp_thread *t, unsigned int d)
+{
+	if (d & RSP_UNTRIED) {
+		if (d != RSP_UNTRIED) {
+			t->depth = d + 1;	/* a fork child's inner lock */
+			return;
+		}
+		enable(t);
+		t->depth = 1;
+		rsp_request(t->word);
+		return;
+	}
+	t->depth = d + 1;
+	/* The call may have slept: the kernel may have cleared REQUEST. */
+	if (word_idle(t->word))
+		rsp_request(t->word);
+}
+
+/* A release that succeeded at depth @d other than 1. */
+void rsp_released_inner(struct rsp_thread *t, unsigned int d)
+{
+	if (!(d & ~RSP_UNTRIED))
+		return;		/* not counted here */
+	t->depth = d - 1;
+	if (!(d & RSP_UNTRIED) && word_idle(t->word))
+		rsp_request(t->word);
+}
+
+/* After a call inside a section that neither took nor gave a lock. */
+void rsp_inner_done(void)
+{
+	struct rsp_thread *t = &thr;
+
+	if (t->depth && !(t->depth & RSP_UNTRIED) && word_idle(t->word))
+		rsp_request(t->word);
+}
+
+/* The outermost release found REQUEST clear: is a grant running? */
+int rsp_end_found(struct rsp_thread *t)
+{
+	return word_granted(t->word);
+}
+
+/* After the real release: a grant still running is yielded. */
+void rsp_end_yield(struct rsp_thread *t)
+{
+	if (word_granted(t->word))
+		rseq_slice_cs_yield();
+}
+
 /* For the tests: the calling thread's depth (UINT_MAX: switched off). */
 RSP_EXPORT unsigned int rseq_slice_preload_depth(void)
 {
-	return rsp_off ? UINT_MAX : thr.depth;
+	return pass ? UINT_MAX : held(&thr);
 }
 
 /*
@@ -171,7 +255,8 @@ RSP_EXPORT int rseq_slice_preload_stats(unsigned long *v, int n)
 static void child(void)
 {
 	rseq_slice_fini();
-	thr.tried = 0;
+	thr.depth |= RSP_UNTRIED;
+	thr.word = &thr.none_word;
 	thr.cleared = 0;
 	thr.yield_after = 0;
 	memset(stats, 0, sizeof(stats));
@@ -183,6 +268,8 @@ void rsp_configure(void)
 	enum rseq_slice_backend b;
 
 	stats_on = v && *v && strcmp(v, "0");
+	v = getenv("RSEQ_SLICE_PRELOAD_BENCH");
+	bench_stores = v && !strcmp(v, "merged-stores") && __rseq_size;
 	v = getenv("RSEQ_SLICE_PRELOAD");
 	if (!v || !*v || !strcmp(v, "1")) {
 		/*
@@ -212,13 +299,35 @@ void rsp_configure(void)
  */
 static int stats_fd = -1;
 
+/*
+ * Which set of wrappers the process gets (rsp_resolve(), once). The fast
+ * one needs a backend without system calls around nested locks (the
+ * merged ABI, or none) and nothing to count; with no backend at all (this
+ * thread, the first, found none) the interposer steps aside.
+ */
+enum rsp_mode rsp_pick(void)
+{
+	if (rsp_off) {
+		pass = 1;
+		return RSP_PASS;
+	}
+	pthread_atfork(NULL, NULL, child);
+	if (stats_on || (want != RSEQ_SLICE_BACKEND_KERNEL && want != RSEQ_SLICE_BACKEND_NONE))
+		return RSP_GENERAL;
+	if (want == RSEQ_SLICE_BACKEND_NONE)
+		goto none;
+	enable(&thr);
+	if (bench_stores || rseq_slice_backend() != RSEQ_SLICE_BACKEND_NONE)
+		return RSP_FAST;
+none:
+	pass = 1;
+	return RSP_PASS;
+}
+
 __attribute__((constructor)) static void rsp_init(void)
 {
 	rsp_resolve();
-	if (rsp_off)
-		return;
-	pthread_atfork(NULL, NULL, child);
-	if (stats_on)
+	if (stats_on && !rsp_off)
 		stats_fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
 }
 

@@ -144,6 +144,7 @@ static int try_kernel(struct rseq_slice_tls *t)
 	t->kctrl = (struct rseq_slice_merged_ctrl *)(area + RSEQ_SLICE_CTRL_OFFSET);
 	t->kctrl->request = 0;
 	t->backend = RSEQ_SLICE_BACKEND_KERNEL;
+	t->word = &t->kctrl->all;
 	return 0;
 }
 
@@ -185,6 +186,7 @@ static int try_module(struct rseq_slice_tls *t)
 		return -errno;
 	t->mod.fd = fd;
 	t->backend = RSEQ_SLICE_BACKEND_MODULE;
+	t->word = &t->mod.ctrl;
 	return 0;
 }
 
@@ -202,6 +204,7 @@ void rseq_slice_fini(void)
 	}
 	memset(t, 0, sizeof(*t));
 	t->mod.fd = -1;
+	t->word = &t->none_word;
 }
 
 /*

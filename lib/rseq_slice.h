@@ -179,6 +179,14 @@ struct rseq_slice_tls {
 	struct rseq_slice_thread mod;		/* MODULE: word and descriptor */
 	struct rseq_slice_merged_ctrl *kctrl;	/* KERNEL: in the rseq area */
 	int own_rseq;				/* the library registered the area */
+	/*
+	 * The word rseq_slice_cs_begin()/end() work on, REQUEST in bit 0
+	 * (the merged ABI's request byte on a little-endian machine, v1's
+	 * REQUEST), or none_word on "none"; NULL before the thread's first
+	 * rseq_slice_init().
+	 */
+	uint32_t *word;
+	uint32_t none_word;
 };
 
 extern __thread struct rseq_slice_tls rseq_slice_tls;
@@ -292,26 +300,41 @@ static inline int rseq_slice_cs_yield(void)
 	return ret == 1 ? RSEQ_SLICE_END_YIELDED : RSEQ_SLICE_END_RACED;
 }
 
-/* Start a critical section; nestable, only the outermost touches the word. */
+/*
+ * Start a critical section; nestable, only the outermost touches the
+ * word: whatever the backend, one byte store (REQUEST is bit 0 of both
+ * ABIs' words).
+ */
 static inline void rseq_slice_cs_begin(void)
 {
-	if (rseq_slice_tls.depth++ == 0)
-		rseq_slice_cs_request();
+	struct rseq_slice_tls *t = &rseq_slice_tls;
+
+	if (t->depth++ == 0 && t->word) {
+		__atomic_store_n((uint8_t *)t->word, 1, __ATOMIC_RELAXED);
+		rseq_slice_barrier();
+	}
 }
 
 /*
  * End a critical section: RSEQ_SLICE_END_* (SUCCESS for an inner level
  * and on "none"), a negative errno if the yield failed, -EINVAL for
- * an end without a begin.
+ * an end without a begin. The common case (REQUEST still set, so no
+ * grant and no preemption) is one CPU-local test-and-clear.
  */
 static inline int rseq_slice_cs_end(void)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
 	int ret;
 
-	if (t->depth == 0)
-		return -EINVAL;
-	if (--t->depth != 0)
+	if (t->depth != 1) {
+		if (t->depth == 0)
+			return -EINVAL;
+		t->depth--;
+		return RSEQ_SLICE_END_SUCCESS;
+	}
+	t->depth = 0;
+	rseq_slice_barrier();
+	if (t->word && rseq_slice_arch_test_clear(t->word, 0))
 		return RSEQ_SLICE_END_SUCCESS;
 	ret = rseq_slice_cs_clear();
 	return ret == RSEQ_SLICE_END_GRANTED ? rseq_slice_cs_yield() : ret;

@@ -76,7 +76,25 @@ static int fast_clocklock(pthread_mutex_t *m, clockid_t clock, const struct time
 	FAST_ACQUIRE(rsp_real.mutex_clocklock(m, clock, abstime));
 }
 
-RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m))
+/*
+ * Can this unlock not fail? glibc: a default (timed) mutex's always
+ * succeeds: __kind without a type (error-checking, recursive, adaptive),
+ * robust, priority or elision bit (only process-shared, 128, may be
+ * set). __kind's place and values are ABI: the static initializers
+ * (PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP...) write them.
+ */
+static inline int unlock_sure(const pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+	return !(m->__data.__kind & 0x37f);
+#else
+	(void)m;
+	return 0;
+#endif
+}
+
+RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m),
+		 unlock_sure(m))
 
 /* The general path. */
 static int general_lock(pthread_mutex_t *m)

@@ -147,16 +147,18 @@ static inline __attribute__((always_inline)) void rsp_acquired(void)
 
 /*
  * The fast path of a release: @name@params, the real call @call on
- * @args. The outermost clears REQUEST before the call; only an inner or
- * uncounted release, a grant or preemption found then, or a failed
- * unlock leave the straight line (the first two for @name_slow).
+ * @args, which cannot fail where @sure. The outermost clears REQUEST
+ * before the call; with it still set there (no grant, no preemption) and
+ * @sure the section is over, and the call is a tail call. Anything else
+ * (an inner or uncounted release, a grant found, a call that may fail)
+ * is @name_slow's.
  */
-#define RSP_FAST_RELEASE(name, params, args, call)			\
+#define RSP_FAST_RELEASE(name, params, args, call, sure)		\
 	static __attribute__((noinline)) int name##_slow params		\
 	{								\
 		struct rsp_thread *t = &rsp_thr;			\
 		unsigned int d = t->depth;				\
-		int ret, granted;					\
+		int ret, granted = 0;					\
 									\
 		if (d != 1) {						\
 			ret = call;					\
@@ -164,13 +166,14 @@ static inline __attribute__((always_inline)) void rsp_acquired(void)
 				rsp_released_inner(t, d);		\
 			return ret;					\
 		}							\
-		/* REQUEST was found clear. */				\
-		granted = rsp_end_found(t);				\
+		/* Clear already where @name found it so. */		\
+		if (!rsp_test_clear(t->word))				\
+			granted = rsp_end_found(t);			\
 		ret = call;						\
 		if (granted)						\
 			rsp_end_yield(t);				\
 		if (ret) {						\
-			rsp_request(t->word);				\
+			rsp_request(t->word);	/* still held */	\
 			return ret;					\
 		}							\
 		t->depth = 0;						\
@@ -180,18 +183,13 @@ static inline __attribute__((always_inline)) void rsp_acquired(void)
 	static int name params						\
 	{								\
 		struct rsp_thread *t = &rsp_thr;			\
-		int ret;						\
 									\
-		if (rsp_unlikely(t->depth != 1) ||			\
-		    rsp_unlikely(!rsp_test_clear(t->word)))		\
-			return name##_slow args;			\
-		ret = call;						\
-		if (rsp_unlikely(ret)) {				\
-			rsp_request(rsp_thr.word);	/* still held */ \
-			return ret;					\
+		if (rsp_likely(t->depth == 1 && (sure)) &&		\
+		    rsp_likely(rsp_test_clear(t->word))) {		\
+			t->depth = 0;					\
+			return call;					\
 		}							\
-		rsp_thr.depth = 0;					\
-		return 0;						\
+		return name##_slow args;				\
 	}
 
 /* --- the general path (section.c) --------------------------------------- */

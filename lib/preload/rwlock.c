@@ -105,7 +105,7 @@ static int write_unlock(pthread_rwlock_t *l, int i)
 	return ret;
 }
 
-RSP_FAST_RELEASE(fast_write_unlock, (pthread_rwlock_t *l, int i), (l, i), write_unlock(l, i))
+RSP_FAST_RELEASE(fast_write_unlock, (pthread_rwlock_t *l, int i), (l, i), write_unlock(l, i), 0)
 
 static int fast_unlock(pthread_rwlock_t *l)
 {

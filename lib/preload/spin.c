@@ -36,7 +36,15 @@ static int fast_trylock(pthread_spinlock_t *l)
 	return ret;
 }
 
-RSP_FAST_RELEASE(fast_unlock, (pthread_spinlock_t *l), (l), rsp_real.spin_unlock(l))
+/* glibc's pthread_spin_unlock() is a store and "return 0". */
+#ifdef __GLIBC__
+#define SPIN_UNLOCK_SURE	1
+#else
+#define SPIN_UNLOCK_SURE	0
+#endif
+
+RSP_FAST_RELEASE(fast_unlock, (pthread_spinlock_t *l), (l), rsp_real.spin_unlock(l),
+		 SPIN_UNLOCK_SURE)
 
 static int general_lock(pthread_spinlock_t *l)
 {

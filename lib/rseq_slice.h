@@ -302,17 +302,17 @@ static inline int rseq_slice_cs_yield(void)
 
 /*
  * Start a critical section; nestable, only the outermost touches the
- * word: whatever the backend, one byte store (REQUEST is bit 0 of both
- * ABIs' words).
+ * word: whatever the backend, one 32-bit store of REQUEST, bit 0 of both
+ * ABIs' words (the rest is clear outside a section: the kernel clears a
+ * grant's bits before the thread runs user code again). As wide as the
+ * end's test-and-clear: a byte store would stall its load.
  */
 static inline void rseq_slice_cs_begin(void)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
 
-	if (t->depth++ == 0 && t->word) {
-		__atomic_store_n((uint8_t *)t->word, 1, __ATOMIC_RELAXED);
-		rseq_slice_barrier();
-	}
+	if (t->depth++ == 0 && t->word)
+		rseq_slice_word_store(t->word, 1);
 }
 
 /*

@@ -18,12 +18,29 @@
  *   ipbench contend THREADS PAIRS   THREADS threads, PAIRS pairs each, on
  *                                   one mutex (a counter inside): "ns N"
  *                                   for the whole run
+ *   ipbench ratio [BURSTS [PAIRS]]  on a busy host: BURSTS (default 41)
+ *                                   alternating bursts of PAIRS (default
+ *                                   200000) pairs through the C library's
+ *                                   own functions (dlsym of libc.so.6:
+ *                                   bare, whatever LD_PRELOAD says) and
+ *                                   through the program's calls (the
+ *                                   interposer, if preloaded); "bare N",
+ *                                   "through N" (ns per pair) and "ratio
+ *                                   N", the medians of the bursts, and
+ *                                   bare_min, through_min, ratio_min from
+ *                                   the fastest burst of each (on a
+ *                                   loaded host, the least disturbed)
+ *   ipbench contend-ratio THREADS [BURSTS [PAIRS]]
+ *                                   the same for THREADS threads on one
+ *                                   mutex, PAIRS (default 50000) each per
+ *                                   burst (default 15)
  *
  * Every mode first says what the thread got from the kernel's prctl
  * (the merged ABI): "prctl N" (1: enabled, by the interposer or the
  * library; else 0 or -errno).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -168,10 +185,123 @@ static int contend(int threads, long pairs)
 	return 0;
 }
 
+/* The C library's own lock calls, past any interposer. */
+static int (*bare_lock)(pthread_mutex_t *);
+static int (*bare_unlock)(pthread_mutex_t *);
+
+static int find_bare(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+
+	if (libc) {
+		*(void **)&bare_lock = dlsym(libc, "pthread_mutex_lock");
+		*(void **)&bare_unlock = dlsym(libc, "pthread_mutex_unlock");
+	}
+	if (!bare_lock || !bare_unlock) {
+		fprintf(stderr, "ipbench: no pthread_mutex_lock in libc.so.6\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int use_bare;
+
+static void *contender_ab(void *arg)
+{
+	long i;
+
+	(void)arg;
+	for (i = 0; i < per_thread; i++) {
+		if (use_bare) {
+			bare_lock(&m);
+			counter++;
+			bare_unlock(&m);
+		} else {
+			pthread_mutex_lock(&m);
+			counter++;
+			pthread_mutex_unlock(&m);
+		}
+	}
+	return NULL;
+}
+
+/* One burst: @threads threads (0: this one alone) of @pairs pairs; ns. */
+static double burst(int bare, int threads, long pairs)
+{
+	pthread_t t[64];
+	uint64_t t0;
+	long i;
+	int j;
+
+	t0 = now_ns();
+	if (!threads) {
+		if (bare) {
+			for (i = 0; i < pairs; i++) {
+				bare_lock(&m);
+				bare_unlock(&m);
+			}
+		} else {
+			for (i = 0; i < pairs; i++)
+				pair();
+		}
+		return (double)(now_ns() - t0);
+	}
+	use_bare = bare;
+	per_thread = pairs;
+	for (j = 0; j < threads; j++)
+		pthread_create(&t[j], NULL, contender_ab, NULL);
+	for (j = 0; j < threads; j++)
+		pthread_join(t[j], NULL);
+	return (double)(now_ns() - t0);
+}
+
+static int ratio(int threads, int bursts, long pairs)
+{
+	static double a[1001], b[1001], r[1001];
+	int i;
+
+	if (find_bare() || bursts < 1 || bursts > 1000 || threads < 0 || threads > 64)
+		return 2;
+	say_prctl();
+	burst(1, threads, pairs / 10 + 1);
+	burst(0, threads, pairs / 10 + 1);
+	for (i = 0; i < bursts; i++) {
+		/* Alternate which goes first: a load change hits both alike. */
+		if (i % 2) {
+			b[i] = burst(0, threads, pairs);
+			a[i] = burst(1, threads, pairs);
+		} else {
+			a[i] = burst(1, threads, pairs);
+			b[i] = burst(0, threads, pairs);
+		}
+		r[i] = b[i] / a[i];
+	}
+	printf("bare %.3f\nthrough %.3f\nratio %.4f\n", median(a, bursts) / pairs,
+	       median(b, bursts) / pairs, median(r, bursts));
+	/* The least disturbed burst of each (sorted by median()). */
+	printf("bare_min %.3f\nthrough_min %.3f\nratio_min %.4f\n", a[0] / pairs, b[0] / pairs,
+	       b[0] / a[0]);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: ipbench insns|lib-insns NAME [PAIRS] | time [PAIRS] |"
-		" contend THREADS PAIRS\n");
+		" contend THREADS PAIRS | ratio [BURSTS [PAIRS]] |"
+		" contend-ratio THREADS [BURSTS [PAIRS]]\n");
 }
 
 int main(int argc, char **argv)
@@ -183,6 +313,11 @@ int main(int argc, char **argv)
 		return lib_insns(argv[2], argc > 3 ? atol(argv[3]) : 200);
 	if (argc >= 2 && !strcmp(argv[1], "time"))
 		return timed(argc > 2 ? atol(argv[2]) : 5000000);
+	if (argc >= 2 && !strcmp(argv[1], "ratio"))
+		return ratio(0, argc > 2 ? atoi(argv[2]) : 41, argc > 3 ? atol(argv[3]) : 200000);
+	if (argc >= 3 && !strcmp(argv[1], "contend-ratio"))
+		return ratio(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 15,
+			     argc > 4 ? atol(argv[4]) : 50000);
 	if (argc >= 4 && !strcmp(argv[1], "contend"))
 		return contend(atoi(argv[2]), atol(argv[3]));
 	usage();

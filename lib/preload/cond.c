@@ -24,18 +24,18 @@ static int delta(int ret)
 
 RSP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	return rsp_tab.cond_wait(c, m);
+	return RSP_TAB(cond_wait)(c, m);
 }
 
 RSP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
-	return rsp_tab.cond_timedwait(c, m, abstime);
+	return RSP_TAB(cond_timedwait)(c, m, abstime);
 }
 
 RSP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
 				      const struct timespec *abstime)
 {
-	return rsp_tab.cond_clockwait(c, m, clock, abstime);
+	return RSP_TAB(cond_clockwait)(c, m, clock, abstime);
 }
 
 static int general_wait(pthread_cond_t *c, pthread_mutex_t *m)

@@ -32,27 +32,27 @@ static int took(int ret)
 /* The exported wrappers: one jump through rsp_tab. */
 RSP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	return rsp_tab.mutex_lock(m);
+	return RSP_TAB(mutex_lock)(m);
 }
 
 RSP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	return rsp_tab.mutex_trylock(m);
+	return RSP_TAB(mutex_trylock)(m);
 }
 
 RSP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
-	return rsp_tab.mutex_timedlock(m, abstime);
+	return RSP_TAB(mutex_timedlock)(m, abstime);
 }
 
 RSP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
-	return rsp_tab.mutex_clocklock(m, clock, abstime);
+	return RSP_TAB(mutex_clocklock)(m, clock, abstime);
 }
 
 RSP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	return rsp_tab.mutex_unlock(m);
+	return RSP_TAB(mutex_unlock)(m);
 }
 
 /* The fast path. */

@@ -229,6 +229,15 @@ void rsp_leave(int delta);
 		return ret;			\
 	} while (0)
 
+/*
+ * The entry a wrapper jumps through, read with acquire ordering: entries
+ * are set (release) after rsp_real, which the fast and general paths then
+ * read. A control dependency does not order those loads on a weakly
+ * ordered CPU: on arm64 a thread could jump to a new entry and still read
+ * a stale rsp_real. A plain load on x86, one LDAR on arm64.
+ */
+#define RSP_TAB(field)	__atomic_load_n(&rsp_tab.field, __ATOMIC_ACQUIRE)
+
 /* Set one entry of rsp_tab (a thread may be jumping through it). */
 #define RSP_SET(field, fn) __atomic_store_n(&rsp_tab.field, fn, __ATOMIC_RELEASE)
 

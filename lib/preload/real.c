@@ -26,7 +26,7 @@ static RSP_TLS int resolving;
 	{								\
 		if (!rsp_resolve())					\
 			return 0;					\
-		return rsp_tab.field(__VA_ARGS__);			\
+		return RSP_TAB(field)(__VA_ARGS__);			\
 	}
 
 PRE(mutex_lock, (pthread_mutex_t *m), m)

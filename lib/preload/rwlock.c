@@ -42,28 +42,28 @@ static int took(int ret, pthread_rwlock_t *l)
 
 RSP_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-	return rsp_tab.rwlock_wrlock(l);
+	return RSP_TAB(rwlock_wrlock)(l);
 }
 
 RSP_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
 {
-	return rsp_tab.rwlock_trywrlock(l);
+	return RSP_TAB(rwlock_trywrlock)(l);
 }
 
 RSP_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abstime)
 {
-	return rsp_tab.rwlock_timedwrlock(l, abstime);
+	return RSP_TAB(rwlock_timedwrlock)(l, abstime);
 }
 
 RSP_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clock,
 					  const struct timespec *abstime)
 {
-	return rsp_tab.rwlock_clockwrlock(l, clock, abstime);
+	return RSP_TAB(rwlock_clockwrlock)(l, clock, abstime);
 }
 
 RSP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 {
-	return rsp_tab.rwlock_unlock(l);
+	return RSP_TAB(rwlock_unlock)(l);
 }
 
 /* The fast path. */

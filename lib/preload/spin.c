@@ -5,17 +5,17 @@
 
 RSP_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
-	return rsp_tab.spin_lock(l);
+	return RSP_TAB(spin_lock)(l);
 }
 
 RSP_EXPORT int pthread_spin_trylock(pthread_spinlock_t *l)
 {
-	return rsp_tab.spin_trylock(l);
+	return RSP_TAB(spin_trylock)(l);
 }
 
 RSP_EXPORT int pthread_spin_unlock(pthread_spinlock_t *l)
 {
-	return rsp_tab.spin_unlock(l);
+	return RSP_TAB(spin_unlock)(l);
 }
 
 static int fast_lock(pthread_spinlock_t *l)

@@ -341,6 +341,100 @@ rs_kernel() {
 	RS_KDIR=/lib/modules/$RS_KVER/build
 }
 
+# rs_cross_arm64: sets RS_CROSS, the prefix of an arm64 cross toolchain
+# (${RS_CROSS}gcc, ...ld, ...ar; RS_CROSS_CC: the C compiler), Debian 12's
+# gcc-12-aarch64-linux-gnu and binutils-aarch64-linux-gnu, unpacked into
+# the cache rather than installed:
+# gcc-12-aarch64-linux-gnu conflicts with the gcc-multilib meta package
+# the -m32 builds need, and on a machine other clones use too, installing
+# it would take gcc-multilib away from them (and their rs_host_pkgs would
+# take the cross compiler away again). The unpacked gcc finds its cc1, as,
+# ld, headers and libraries relative to itself; the wrappers in
+# cross-arm64/bin give it and binutils their shared libraries (libbfd,
+# libopcodes, libctf of the arm64 binutils). The host's gcc-12 provides
+# the rest (libisl, libmpc, ...: the cross compiler is the same gcc).
+# The C library is not libc6-dev-arm64-cross (glibc 2.36-8, as bookworm
+# was released, without the AT_RSEQ_* the host's 2.36-9+deb12u* has) but
+# the arm64 libc6, libc6-dev and linux-libc-dev of the host's own glibc
+# and uapi versions (bookworm-arm64's private apt), laid out as the cross
+# packages are (usr/aarch64-linux-gnu/{include,lib}): the arm64 tests are
+# built against the same headers as the amd64 ones.
+RS_CROSS_PKGS="gcc-12-aarch64-linux-gnu cpp-12-aarch64-linux-gnu gcc-12-aarch64-linux-gnu-base
+	binutils-aarch64-linux-gnu libgcc-12-dev-arm64-cross libgcc-s1-arm64-cross"
+RS_CROSS_LIBC_PKGS="libc6 libc6-dev linux-libc-dev"
+rs_cross_arm64() {
+	local d=$RS_CACHE/cross-arm64 tmp deb t lock stamp
+	# shellcheck disable=SC2086 # a list of package names
+	stamp=$(printf '%s\n' 4 $RS_CROSS_PKGS $RS_CROSS_LIBC_PKGS | sha256sum | cut -c1-12)
+	mkdir -p "$d"
+	exec {lock}>"$d/.lock"
+	flock "$lock"
+	if [ "$(cat "$d/.done" 2>/dev/null)" != "$stamp" ]; then
+		rs_need_pkgs gcc-12
+		rs_log "unpacking the arm64 cross toolchain into $d"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		# shellcheck disable=SC2086 # a list of package names
+		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q $RS_CROSS_PKGS >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "apt-get download of the arm64 cross toolchain failed"; }
+		mkdir -p "$tmp/libc"
+		# shellcheck disable=SC2086 # a list of package names
+		(cd "$tmp/libc" && rs_apt bookworm-arm64 download $RS_CROSS_LIBC_PKGS >/dev/null 2>&1) ||
+			{ rs_apt bookworm-arm64 update >/dev/null 2>&1 &&
+				(cd "$tmp/libc" && rs_apt bookworm-arm64 download $RS_CROSS_LIBC_PKGS >/dev/null); } ||
+			{ rm -rf "$tmp"; rs_die "apt-get download of the arm64 C library failed"; }
+		rm -rf "${d:?}/root" "${d:?}/bin"
+		mkdir -p "$d/root/usr/aarch64-linux-gnu/lib" "$d/root/usr/aarch64-linux-gnu/include" "$d/bin"
+		for deb in "$tmp"/*.deb; do
+			dpkg-deb -x "$deb" "$d/root"
+		done
+		for deb in "$tmp"/libc/*.deb; do
+			dpkg-deb -x "$deb" "$tmp/libc/x"
+		done
+		t=$tmp/libc/x
+		cp -a "$t"/usr/include/. "$d/root/usr/aarch64-linux-gnu/include/"
+		cp -a "$t"/usr/include/aarch64-linux-gnu/. "$d/root/usr/aarch64-linux-gnu/include/"
+		rm -rf "$d/root/usr/aarch64-linux-gnu/include/aarch64-linux-gnu"
+		for t in "$t"/lib/aarch64-linux-gnu "$t"/usr/lib/aarch64-linux-gnu; do
+			[ -d "$t" ] && cp -a "$t"/. "$d/root/usr/aarch64-linux-gnu/lib/"
+		done
+		rm -rf "$tmp"
+		# Absolute symbolic links (libm.so -> /lib/aarch64-linux-gnu/...)
+		# point at their files here.
+		for t in "$d"/root/usr/aarch64-linux-gnu/lib/*; do
+			[ -L "$t" ] && case $(readlink "$t") in /*)
+				ln -sf "$(basename "$(readlink "$t")")" "$t" ;;
+			esac
+		done
+		# The C library's linker scripts (libc.so, libm.so) name their
+		# parts by absolute paths (/lib/aarch64-linux-gnu/libc.so.6,
+		# /usr/lib/aarch64-linux-gnu/libc_nonshared.a, /lib/ld-...): here.
+		for t in "$d"/root/usr/aarch64-linux-gnu/lib/*.so; do
+			grep -q 'GNU ld script' "$t" 2>/dev/null || continue
+			sed -i -e "s|/usr/lib/aarch64-linux-gnu/|$d/root/usr/aarch64-linux-gnu/lib/|g" \
+				-e "s|/lib/aarch64-linux-gnu/|$d/root/usr/aarch64-linux-gnu/lib/|g" \
+				-e "s| /lib/ld-linux-aarch64| $d/root/usr/aarch64-linux-gnu/lib/ld-linux-aarch64|g" "$t"
+		done
+		for t in "$d"/root/usr/bin/aarch64-linux-gnu-*; do
+			# shellcheck disable=SC2016 # $LD_LIBRARY_PATH: the wrapper's
+			printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+				"$d" "$t" >"$d/bin/${t##*/}"
+			chmod 0755 "$d/bin/${t##*/}"
+		done
+		# Kbuild's $(CROSS_COMPILE)gcc, and the usual names.
+		for t in gcc cpp gcc-ar gcc-nm gcc-ranlib; do
+			ln -sf "aarch64-linux-gnu-$t-12" "$d/bin/aarch64-linux-gnu-$t"
+		done
+		echo "$stamp" >"$d/.done"
+	fi
+	exec {lock}>&-
+	RS_CROSS=$d/bin/aarch64-linux-gnu-
+	RS_CROSS_CC=${RS_CROSS}gcc
+	# The static C library's headers and objects are found by the
+	# compiler itself (root/usr/aarch64-linux-gnu), as in an installed one.
+	"$RS_CROSS_CC" -print-file-name=libc.a | grep -q / ||
+		rs_die "the arm64 cross compiler in $d does not work"
+}
+
 # Build rseq_slice.ko against RS_KDIR, and the test module the selftests
 # load (selftests/kmod); sets RS_MODULE and RS_TEST_MODULES. The sources
 # are mirrored with their times, so kbuild rebuilds only what changed.
@@ -401,25 +495,38 @@ RS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 RS_MIRROR=http://deb.debian.org/debian
 
 # The sources.list lines of a suite (also written into its build chroot).
+# SUITE-arm64 (bookworm-arm64, trixie-arm64, sid-arm64): the same archive
+# for the arm64 lanes' kernels, headers and guest packages; its private
+# configuration (rs_apt_conf) has arm64 as its architecture, amd64 as a
+# foreign one (the kbuild tools that run on this host).
+RS_SECURITY=http://security.debian.org/debian-security
 rs_apt_sources() {
 	case "$1" in
-	sid) echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR sid main" ;;
-	trixie)
+	sid|sid-arm64) echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR sid main" ;;
+	trixie|trixie-arm64)
 		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR trixie main"
-		echo "deb [signed-by=$RS_KEYRING] http://security.debian.org/debian-security trixie-security main" ;;
+		echo "deb [signed-by=$RS_KEYRING] $RS_SECURITY trixie-security main" ;;
+	bookworm-arm64)
+		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR bookworm main"
+		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR bookworm-updates main"
+		echo "deb [signed-by=$RS_KEYRING] $RS_SECURITY bookworm-security main" ;;
 	*) rs_die "no apt sources known for Debian $1" ;;
 	esac
 }
 
 # rs_apt_conf SUITE: sets up $RS_CACHE/apt-SUITE, prints its apt.conf.
 rs_apt_conf() {
-	rs_apt_conf_dir "$RS_CACHE/apt-$1" "$(rs_apt_sources "$1")"
+	local arch=amd64
+	case "$1" in *-arm64) arch=arm64 ;; esac
+	rs_apt_conf_dir "$RS_CACHE/apt-$1" "$(rs_apt_sources "$1")" "$arch"
 }
 
-# rs_apt_conf_dir DIR SOURCES: a private configuration in DIR with the
-# sources.list lines SOURCES; prints its apt.conf.
+# rs_apt_conf_dir DIR SOURCES [ARCH]: a private configuration in DIR with
+# the sources.list lines SOURCES, for ARCH (default amd64; another one
+# also has amd64 as a foreign architecture); prints its apt.conf.
 rs_apt_conf_dir() {
-	local d=$1
+	local d=$1 arch=${3:-amd64} archs='"amd64";'
+	[ "$arch" = amd64 ] || archs="\"$arch\"; \"amd64\";"
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
@@ -435,8 +542,8 @@ Dir::Etc::trustedparts "$d/etc/trusted.gpg.d";
 Dir::State "$d/state";
 Dir::State::status "$d/status";
 Dir::Cache "$d/cache";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
+APT::Architecture "$arch";
+APT::Architectures { $archs };
 APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
@@ -511,6 +618,14 @@ rs_upstream_src() {
 			rs_die "could not extract upstream's selftests from $deb"
 		touch "$d/.done"
 	fi
+	# The arm64 build of upstream's selftests also needs tools/arch/arm64
+	# (added beside an extraction made before the arm64 lanes).
+	if [ ! -f "$d/.done-arm64" ]; then
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$top.tar.xz" | xz -dc |
+			tar -x -C "$d" "$top/tools/arch/arm64/include" ||
+			rs_die "could not extract tools/arch/arm64 from $deb"
+		touch "$d/.done-arm64"
+	fi
 	exec {lock}>&-
 	RS_UPSTREAM_SRC=$d/$top
 	RS_UPSTREAM_VERSION=$v
@@ -520,18 +635,26 @@ rs_upstream_src() {
 # The prebuilt upstream binaries (../shared/reference), where there are.
 RS_REFERENCE=$RS_TOP/../shared/reference
 
-# The static selftest binaries; sets RS_SELFTESTS (their folder). Besides
-# the project's own tests: upstream's slice_test and check_optimized,
-# built here, unmodified, from $RS_UPSTREAM_PKG (upstream_*), and copies
-# of the prebuilt ones (ref_*), for selftests/run_upstream.sh.
+# The static selftest binaries for RS_ARCH (amd64 unless rs_kernel named
+# an arm64 kernel); sets RS_SELFTESTS (their folder). Besides the
+# project's own tests: upstream's slice_test and check_optimized, built
+# here, unmodified, from $RS_UPSTREAM_PKG (upstream_*), and copies of the
+# prebuilt ones (ref_*, x86-64 only), for selftests/run_upstream.sh.
+# arm64: cross-built (rs_cross_arm64) into selftests-arm64-TREE.
 rs_build_selftests() {
-	local ref=
+	local ref= cross=()
 	RS_SELFTESTS=$RS_CACHE/build/selftests-$RS_TREE
 	rs_upstream_src
-	[ -f "$RS_REFERENCE/slice_test" ] && ref=$(cd "$RS_REFERENCE" && pwd)
+	if [ "${RS_ARCH:-amd64}" = arm64 ]; then
+		rs_cross_arm64
+		RS_SELFTESTS=$RS_CACHE/build/selftests-arm64-$RS_TREE
+		cross=(CC="$RS_CROSS_CC" AR="${RS_CROSS}ar")
+	elif [ -f "$RS_REFERENCE/slice_test" ]; then
+		ref=$(cd "$RS_REFERENCE" && pwd)
+	fi
 	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" \
-		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" >&2 ||
-		rs_die "selftests did not build"
+		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" "${cross[@]}" >&2 ||
+		rs_die "selftests did not build${RS_ARCH:+ for $RS_ARCH}"
 }
 
 # rs_qemu_plugin_header: sets RS_QEMU_INC, a folder with the qemu-plugin.h

@@ -291,14 +291,32 @@ rs_in_chroot() {
 
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
 # for the module, empty if there is none), RS_CHROOT_SUITE (the suite whose
-# build chroot RS_KDIR is in, or empty for the host's) and RS_EXTRA (a
-# folder of modules to load first, or empty).
+# build chroot RS_KDIR is in, or empty for the host's), RS_EXTRA (a
+# folder of modules to load first, or empty) and RS_ARCH (the guest's
+# architecture: amd64, or arm64 for the NAME-arm64 kernels).
 rs_kernel() {
 	RS_EXTRA=
 	RS_CHROOT=
 	RS_CHROOT_SUITE=
+	RS_ARCH=amd64
+	RS_ARM64_SUITE=
 	mkdir -p "$RS_CACHE"
 	case "$1" in
+	6.1-arm64|6.12-arm64)
+		# Debian 12's arm64 kernels, from bookworm-arm64's private apt;
+		# the module is cross-built against their headers
+		# (rs_kbuild_arm64, when rs_build_module needs them).
+		RS_ARCH=arm64
+		RS_ARM64_SUITE=bookworm-arm64
+		if [ "$1" = 6.1-arm64 ]; then
+			rs_debian_meta linux-image-arm64 "$1" "$RS_ARM64_SUITE"
+		else
+			rs_debian_meta linux-image-6.12-arm64 "$1" "$RS_ARM64_SUITE"
+		fi
+		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
+		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		return 0 ;;
 	6.1)
 		rs_debian_meta linux-image-amd64 "$1" ;;
 	6.12)
@@ -435,6 +453,62 @@ rs_cross_arm64() {
 		rs_die "the arm64 cross compiler in $d does not work"
 }
 
+# rs_kbuild_arm64: the kbuild tree of an arm64 kernel (RS_KVER, from
+# RS_ARM64_SUITE) at RS_KDIR, unpacked into the cache: its arm64
+# linux-headers-VERSION and -common packages and the amd64 linux-kbuild
+# (fixdep, modpost and the rest run here; the arm64 one cannot), the
+# headers' Makefile pointed at the unpacked common tree (it includes
+# /usr/src/linux-headers-...-common/Makefile).
+rs_kbuild_arm64() {
+	local dir=$RS_CACHE/kernels/$RS_KVER/kbuild tmp deps d lock
+	mkdir -p "${dir%/*}"
+	exec {lock}>"${dir%/*}/.kbuild.lock"
+	flock "$lock"
+	if [ ! -f "$dir/.done" ]; then
+		deps=$(rs_apt_cache "$RS_ARM64_SUITE" depends "linux-headers-$RS_KVER" |
+			sed -n -e 's/^ *Depends: \(linux-headers-.*-common\)$/\1/p' \
+				-e 's/^ *Depends: \(linux-kbuild-.*\)$/\1:amd64/p')
+		[ -n "$deps" ] || rs_die "no -common or linux-kbuild dependency of linux-headers-$RS_KVER"
+		rs_log "fetching linux-headers-$RS_KVER," $deps "(the arm64 kbuild tree)"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		# shellcheck disable=SC2086 # a list of package names
+		(cd "$tmp" && rs_apt "$RS_ARM64_SUITE" download "linux-headers-$RS_KVER" $deps >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "cannot download the headers of $RS_KVER"; }
+		rm -rf "$dir"
+		for d in "$tmp"/*.deb; do
+			dpkg-deb -x "$d" "$dir.tmp"
+		done
+		rm -rf "$tmp"
+		sed -i "s|^include /usr/src/|include $dir/usr/src/|" \
+			"$dir.tmp/usr/src/linux-headers-$RS_KVER/Makefile"
+		mv "$dir.tmp" "$dir"
+		touch "$dir/.done"
+	fi
+	exec {lock}>&-
+}
+
+# rs_busybox_arm64: sets RS_BUSYBOX_ARM64, the static busybox of the
+# arm64 guests: busybox-static:arm64 of RS_ARM64_SUITE (bookworm-arm64 by
+# default), unpacked into the cache (its applets are those of the host's
+# /bin/busybox, the same Debian version).
+rs_busybox_arm64() {
+	local d=$RS_CACHE/arm64-busybox tmp lock
+	mkdir -p "$d"
+	exec {lock}>"$d/.lock"
+	flock "$lock"
+	if [ ! -s "$d/busybox" ]; then
+		rs_log "fetching busybox-static:arm64 from Debian ${RS_ARM64_SUITE:-bookworm-arm64}"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		(cd "$tmp" && rs_apt "${RS_ARM64_SUITE:-bookworm-arm64}" download busybox-static >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "cannot download busybox-static:arm64"; }
+		dpkg-deb -x "$tmp"/busybox-static_*.deb "$tmp/x"
+		cp "$tmp/x/bin/busybox" "$d/busybox.tmp" && mv "$d/busybox.tmp" "$d/busybox"
+		rm -rf "$tmp"
+	fi
+	exec {lock}>&-
+	RS_BUSYBOX_ARM64=$d/busybox
+}
+
 # Build rseq_slice.ko against RS_KDIR, and the test module the selftests
 # load (selftests/kmod); sets RS_MODULE and RS_TEST_MODULES. The sources
 # are mirrored with their times, so kbuild rebuilds only what changed.
@@ -442,7 +516,13 @@ rs_cross_arm64() {
 # runs in that suite's chroot (rs_chroot, made or completed first), in its
 # /rs-build/VERSION/TREE, the same layout as the host's.
 rs_build_module() {
-	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14
+	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14 kargs=()
+	if [ "${RS_ARCH:-amd64}" = arm64 ]; then
+		# Cross-built: the kbuild tree and the compiler are the cache's.
+		rs_cross_arm64
+		rs_kbuild_arm64
+		kargs=(ARCH=arm64 CROSS_COMPILE="$RS_CROSS")
+	fi
 	if [ -n "${RS_CHROOT_SUITE:-}" ]; then
 		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16
 		rs_chroot "$RS_CHROOT_SUITE" "$RS_KVER" "$cc"
@@ -463,7 +543,7 @@ rs_build_module() {
 		if [ -n "${RS_CHROOT:-}" ]; then
 			rs_in_chroot "$RS_CHROOT" make -C "$RS_KDIR" "$@"
 		else
-			make -C "$RS_KDIR" "$@"
+			make -C "$RS_KDIR" "${kargs[@]}" "$@"
 		fi
 	}
 	# Two guests of one kernel may start at once: one build at a time.

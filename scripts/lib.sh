@@ -469,7 +469,7 @@ rs_kbuild_arm64() {
 			sed -n -e 's/^ *Depends: \(linux-headers-.*-common\)$/\1/p' \
 				-e 's/^ *Depends: \(linux-kbuild-.*\)$/\1:amd64/p')
 		[ -n "$deps" ] || rs_die "no -common or linux-kbuild dependency of linux-headers-$RS_KVER"
-		rs_log "fetching linux-headers-$RS_KVER," $deps "(the arm64 kbuild tree)"
+		rs_log "fetching linux-headers-$RS_KVER, ${deps//$'\n'/ } (the arm64 kbuild tree)"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
 		# shellcheck disable=SC2086 # a list of package names
 		(cd "$tmp" && rs_apt "$RS_ARM64_SUITE" download "linux-headers-$RS_KVER" $deps >/dev/null) ||

@@ -445,6 +445,7 @@ rs_cross_arm64() {
 		echo "$stamp" >"$d/.done"
 	fi
 	exec {lock}>&-
+	RS_CROSS_BIN=$d/bin
 	RS_CROSS=$d/bin/aarch64-linux-gnu-
 	RS_CROSS_CC=${RS_CROSS}gcc
 	# The static C library's headers and objects are found by the
@@ -521,7 +522,9 @@ rs_build_module() {
 		# Cross-built: the kbuild tree and the compiler are the cache's.
 		rs_cross_arm64
 		rs_kbuild_arm64
-		kargs=(ARCH=arm64 CROSS_COMPILE="$RS_CROSS")
+		# By name, on PATH: 6.12's headers (a cross-built kernel) set
+		# "override CROSS_COMPILE = aarch64-linux-gnu-" themselves.
+		kargs=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- PATH="$RS_CROSS_BIN:$PATH")
 	fi
 	if [ -n "${RS_CHROOT_SUITE:-}" ]; then
 		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16

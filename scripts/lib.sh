@@ -377,31 +377,52 @@ rs_kernel() {
 # and uapi versions (bookworm-arm64's private apt), laid out as the cross
 # packages are (usr/aarch64-linux-gnu/{include,lib}): the arm64 tests are
 # built against the same headers as the amd64 ones.
-RS_CROSS_PKGS="gcc-12-aarch64-linux-gnu cpp-12-aarch64-linux-gnu gcc-12-aarch64-linux-gnu-base
-	binutils-aarch64-linux-gnu libgcc-12-dev-arm64-cross libgcc-s1-arm64-cross"
-RS_CROSS_LIBC_PKGS="libc6 libc6-dev linux-libc-dev"
 rs_cross_arm64() {
-	local d=$RS_CACHE/cross-arm64 tmp deb t lock stamp
+	rs_cross_unpack arm64
+	RS_CROSS_BIN=$RS_CACHE/cross-arm64/bin
+	RS_CROSS=$RS_CROSS_BIN/aarch64-linux-gnu-
+	RS_CROSS_CC=${RS_CROSS}gcc
+}
+
+# rs_cross_armhf: the same for AArch32 (compat) programs on the arm64
+# guests, gcc-12-arm-linux-gnueabihf and armhf's C library; sets
+# RS_CROSS32_CC.
+rs_cross_armhf() {
+	rs_cross_unpack armhf
+	RS_CROSS32_CC=$RS_CACHE/cross-armhf/bin/arm-linux-gnueabihf-gcc
+}
+
+# rs_cross_unpack ARCH (arm64, armhf): the work of rs_cross_arm64 and
+# rs_cross_armhf, into $RS_CACHE/cross-ARCH.
+rs_cross_unpack() {
+	local a=$1 tr d=$RS_CACHE/cross-$1 tmp deb t lock stamp pkgs libc
+	case "$a" in
+	arm64) tr=aarch64-linux-gnu ;;
+	armhf) tr=arm-linux-gnueabihf ;;
+	*) rs_die "no cross toolchain known for $a" ;;
+	esac
+	pkgs="gcc-12-$tr cpp-12-$tr gcc-12-$tr-base binutils-$tr libgcc-12-dev-$a-cross libgcc-s1-$a-cross"
+	libc="libc6:$a libc6-dev:$a linux-libc-dev:$a"
 	# shellcheck disable=SC2086 # a list of package names
-	stamp=$(printf '%s\n' 4 $RS_CROSS_PKGS $RS_CROSS_LIBC_PKGS | sha256sum | cut -c1-12)
+	stamp=$(printf '%s\n' 5 $pkgs $libc | sha256sum | cut -c1-12)
 	mkdir -p "$d"
 	exec {lock}>"$d/.lock"
 	flock "$lock"
 	if [ "$(cat "$d/.done" 2>/dev/null)" != "$stamp" ]; then
 		rs_need_pkgs gcc-12
-		rs_log "unpacking the arm64 cross toolchain into $d"
+		rs_log "unpacking the $a cross toolchain into $d"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
 		# shellcheck disable=SC2086 # a list of package names
-		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q $RS_CROSS_PKGS >/dev/null) ||
-			{ rm -rf "$tmp"; rs_die "apt-get download of the arm64 cross toolchain failed"; }
+		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q $pkgs >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "apt-get download of the $a cross toolchain failed"; }
 		mkdir -p "$tmp/libc"
 		# shellcheck disable=SC2086 # a list of package names
-		(cd "$tmp/libc" && rs_apt bookworm-arm64 download $RS_CROSS_LIBC_PKGS >/dev/null 2>&1) ||
+		(cd "$tmp/libc" && rs_apt bookworm-arm64 download $libc >/dev/null 2>&1) ||
 			{ rs_apt bookworm-arm64 update >/dev/null 2>&1 &&
-				(cd "$tmp/libc" && rs_apt bookworm-arm64 download $RS_CROSS_LIBC_PKGS >/dev/null); } ||
-			{ rm -rf "$tmp"; rs_die "apt-get download of the arm64 C library failed"; }
+				(cd "$tmp/libc" && rs_apt bookworm-arm64 download $libc >/dev/null); } ||
+			{ rm -rf "$tmp"; rs_die "apt-get download of the $a C library failed"; }
 		rm -rf "${d:?}/root" "${d:?}/bin"
-		mkdir -p "$d/root/usr/aarch64-linux-gnu/lib" "$d/root/usr/aarch64-linux-gnu/include" "$d/bin"
+		mkdir -p "$d/root/usr/$tr/lib" "$d/root/usr/$tr/include" "$d/bin"
 		for deb in "$tmp"/*.deb; do
 			dpkg-deb -x "$deb" "$d/root"
 		done
@@ -409,30 +430,30 @@ rs_cross_arm64() {
 			dpkg-deb -x "$deb" "$tmp/libc/x"
 		done
 		t=$tmp/libc/x
-		cp -a "$t"/usr/include/. "$d/root/usr/aarch64-linux-gnu/include/"
-		cp -a "$t"/usr/include/aarch64-linux-gnu/. "$d/root/usr/aarch64-linux-gnu/include/"
-		rm -rf "$d/root/usr/aarch64-linux-gnu/include/aarch64-linux-gnu"
-		for t in "$t"/lib/aarch64-linux-gnu "$t"/usr/lib/aarch64-linux-gnu; do
-			[ -d "$t" ] && cp -a "$t"/. "$d/root/usr/aarch64-linux-gnu/lib/"
+		cp -a "$t"/usr/include/. "$d/root/usr/$tr/include/"
+		cp -a "$t/usr/include/$tr/." "$d/root/usr/$tr/include/"
+		rm -rf "${d:?}/root/usr/$tr/include/$tr"
+		for t in "$t/lib/$tr" "$t/usr/lib/$tr"; do
+			[ -d "$t" ] && cp -a "$t"/. "$d/root/usr/$tr/lib/"
 		done
 		rm -rf "$tmp"
-		# Absolute symbolic links (libm.so -> /lib/aarch64-linux-gnu/...)
-		# point at their files here.
-		for t in "$d"/root/usr/aarch64-linux-gnu/lib/*; do
+		# Absolute symbolic links (libm.so -> /lib/TRIPLET/...) point at
+		# their files here.
+		for t in "$d/root/usr/$tr/lib"/*; do
 			[ -L "$t" ] && case $(readlink "$t") in /*)
 				ln -sf "$(basename "$(readlink "$t")")" "$t" ;;
 			esac
 		done
 		# The C library's linker scripts (libc.so, libm.so) name their
-		# parts by absolute paths (/lib/aarch64-linux-gnu/libc.so.6,
-		# /usr/lib/aarch64-linux-gnu/libc_nonshared.a, /lib/ld-...): here.
-		for t in "$d"/root/usr/aarch64-linux-gnu/lib/*.so; do
+		# parts by absolute paths (/lib/TRIPLET/libc.so.6,
+		# /usr/lib/TRIPLET/libc_nonshared.a, /lib/ld-...): here.
+		for t in "$d/root/usr/$tr/lib"/*.so; do
 			grep -q 'GNU ld script' "$t" 2>/dev/null || continue
-			sed -i -e "s|/usr/lib/aarch64-linux-gnu/|$d/root/usr/aarch64-linux-gnu/lib/|g" \
-				-e "s|/lib/aarch64-linux-gnu/|$d/root/usr/aarch64-linux-gnu/lib/|g" \
-				-e "s| /lib/ld-linux-aarch64| $d/root/usr/aarch64-linux-gnu/lib/ld-linux-aarch64|g" "$t"
+			sed -i -e "s|/usr/lib/$tr/|$d/root/usr/$tr/lib/|g" \
+				-e "s|/lib/$tr/|$d/root/usr/$tr/lib/|g" \
+				-e "s| /lib/ld-linux-| $d/root/usr/$tr/lib/ld-linux-|g" "$t"
 		done
-		for t in "$d"/root/usr/bin/aarch64-linux-gnu-*; do
+		for t in "$d/root/usr/bin/$tr"-*; do
 			# shellcheck disable=SC2016 # $LD_LIBRARY_PATH: the wrapper's
 			printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
 				"$d" "$t" >"$d/bin/${t##*/}"
@@ -440,18 +461,15 @@ rs_cross_arm64() {
 		done
 		# Kbuild's $(CROSS_COMPILE)gcc, and the usual names.
 		for t in gcc cpp gcc-ar gcc-nm gcc-ranlib; do
-			ln -sf "aarch64-linux-gnu-$t-12" "$d/bin/aarch64-linux-gnu-$t"
+			ln -sf "$tr-$t-12" "$d/bin/$tr-$t"
 		done
 		echo "$stamp" >"$d/.done"
 	fi
 	exec {lock}>&-
-	RS_CROSS_BIN=$d/bin
-	RS_CROSS=$d/bin/aarch64-linux-gnu-
-	RS_CROSS_CC=${RS_CROSS}gcc
 	# The static C library's headers and objects are found by the
-	# compiler itself (root/usr/aarch64-linux-gnu), as in an installed one.
-	"$RS_CROSS_CC" -print-file-name=libc.a | grep -q / ||
-		rs_die "the arm64 cross compiler in $d does not work"
+	# compiler itself (root/usr/TRIPLET), as in an installed one.
+	"$d/bin/$tr-gcc" -print-file-name=libc.a | grep -q / ||
+		rs_die "the $a cross compiler in $d does not work"
 }
 
 # rs_kbuild_arm64: the kbuild tree of an arm64 kernel (RS_KVER, from
@@ -609,7 +627,8 @@ rs_apt_conf() {
 # also has amd64 as a foreign architecture); prints its apt.conf.
 rs_apt_conf_dir() {
 	local d=$1 arch=${3:-amd64} archs='"amd64";'
-	[ "$arch" = amd64 ] || archs="\"$arch\"; \"amd64\";"
+	# arm64: amd64 for the kbuild tools, armhf for AArch32 (compat) programs.
+	[ "$arch" = amd64 ] || archs="\"$arch\"; \"amd64\"; \"armhf\";"
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
@@ -730,8 +749,9 @@ rs_build_selftests() {
 	rs_upstream_src
 	if [ "${RS_ARCH:-amd64}" = arm64 ]; then
 		rs_cross_arm64
+		rs_cross_armhf
 		RS_SELFTESTS=$RS_CACHE/build/selftests-arm64-$RS_TREE
-		cross=(CC="$RS_CROSS_CC" AR="${RS_CROSS}ar")
+		cross=(CC="$RS_CROSS_CC" AR="${RS_CROSS}ar" CC32="$RS_CROSS32_CC")
 	elif [ -f "$RS_REFERENCE/slice_test" ]; then
 		ref=$(cd "$RS_REFERENCE" && pwd)
 	fi

@@ -55,13 +55,6 @@ fi
 if grep -q '(full)' /sys/kernel/debug/sched/preempt 2>/dev/null; then
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:rule1.grant_on_exception_return"
 fi
-# arm64: compat32_test's AArch32 counterpart is not built yet (see
-# compat32_test.c): its four results skip there, with that reason.
-if [ "$(uname -m)" = aarch64 ]; then
-	EXPECTED_SKIPS="$EXPECTED_SKIPS root:global.compat_ioctls user:global.compat_ioctls"
-	EXPECTED_SKIPS="$EXPECTED_SKIPS root:c32.* user:c32.*"
-	echo "# arm64: compat32_test skips its 4 results (no AArch32 build of it yet)"
-fi
 # The kernel's own extension (7.2-upstream): no module, and the kernel
 # answers the merged ABI's prctl. Only what speaks that ABI runs, as the
 # reference for the module's lanes: merged_test (its module-only cases

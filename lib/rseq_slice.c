@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * librseq-slice: the backend choice and the TSC calibration. Everything
- * a critical section runs is inline, in rseq_slice.h.
+ * librseq-slice: the backend choice and the counter calibration.
+ * Everything a critical section runs is inline, in rseq_slice.h.
  */
 #define _GNU_SOURCE
 #include "rseq_slice.h"
@@ -27,8 +27,38 @@
 #define ORIG_RSEQ_SIZE		32
 #define RSEQ_UNREGISTER		1
 
+/*
+ * rseq_slice_tsc_calibrate() and rseq_slice_tsc_per_ns stay exported
+ * (librseq-slice.so.1's ABI is unchanged) but are declared in no public
+ * header any more: the clock the tests and benchmarks read is theirs
+ * (selftests/clock.h), and must be the counter read here.
+ */
 double rseq_slice_tsc_per_ns;
+double rseq_slice_tsc_calibrate(uint64_t ns);
 __thread struct rseq_slice_tls rseq_slice_tls;
+
+/* The CPU's free-running counter: the TSC, or arm64's virtual counter. */
+static uint64_t read_counter(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+#elif defined(__aarch64__)
+	uint64_t v;
+
+	/* ISB: not read ahead of the instructions before it. */
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
+	return v;
+#elif defined(__arm__)
+	uint64_t v;
+
+	/* CNTVCT, as AArch32 reads it (Linux lets user space). */
+	__asm__ __volatile__("isb\n\tmrrc p15, 1, %Q0, %R0, c14" : "=r" (v) :: "memory");
+	return v;
+#endif
+}
 
 static uint64_t mono_ns(void)
 {
@@ -47,10 +77,10 @@ double rseq_slice_tsc_calibrate(uint64_t ns)
 	if (!ns)
 		ns = 20000000;
 	t0 = mono_ns();
-	c0 = rseq_slice_rdtsc();
+	c0 = read_counter();
 	while ((t1 = mono_ns()) - t0 < ns)
 		;
-	c1 = rseq_slice_rdtsc();
+	c1 = read_counter();
 	/* Racing threads compute about the same value: either store is fine. */
 	rseq_slice_tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
 	return rseq_slice_tsc_per_ns;
@@ -82,18 +112,6 @@ static unsigned int own_area_len(void)
 	return len <= AREA_SIZE ? (unsigned int)len : 0;
 }
 
-static char *thread_pointer(void)
-{
-	char *tp;
-
-#ifdef __x86_64__
-	__asm__ ("mov %%fs:0, %0" : "=r" (tp));
-#else
-	__asm__ ("mov %%gs:0, %0" : "=r" (tp));
-#endif
-	return tp;
-}
-
 static int sys_rseq(void *area, unsigned int len, int flags)
 {
 	return syscall(SYS_rseq, area, len, flags, RSEQ_SLICE_RSEQ_SIG) ? -errno : 0;
@@ -106,7 +124,7 @@ static int try_kernel(struct rseq_slice_tls *t)
 	int ret;
 
 	if (__rseq_size) {
-		area = thread_pointer() + __rseq_offset;
+		area = (char *)rseq_slice_arch_thread_pointer() + __rseq_offset;
 	} else {
 		own_len = own_area_len();
 		if (!own_len)

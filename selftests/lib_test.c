@@ -58,9 +58,8 @@ static int kernel_get(void)
 /* The rseq area glibc registered: its cpu_id is kept >= 0 while registered. */
 static int32_t glibc_rseq_cpu_id(void)
 {
-	char *tp;
+	char *tp = rseq_slice_arch_thread_pointer();
 
-	__asm__ ("mov %%fs:0, %0" : "=r" (tp));
 	return __atomic_load_n((int32_t *)(tp + __rseq_offset + 4), __ATOMIC_RELAXED);
 }
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <rseq_slice.h>
+#include "../clock.h"
 
 #define MAX_SAMPLES	(1 << 20)
 
@@ -48,7 +49,11 @@ struct worker {
 
 static inline void cpu_relax(void)
 {
+#if defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
 	__asm__ __volatile__("pause" ::: "memory");
+#endif
 }
 
 /* Acquire under REQUEST: the request covers the hold, not the waiting. */

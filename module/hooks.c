@@ -775,6 +775,7 @@ static int rseq_slice_set_syscall_filters(void)
 #else
 static int rseq_slice_set_syscall_filters(void)
 {
+#ifndef RSEQ_SLICE_YIELD_STUB_FIND
 	static const char * const yield_names[] = {
 #if RSEQ_SLICE_YIELD_STUB
 		RSEQ_SLICE_YIELD_STUB_NAMES
@@ -783,13 +784,21 @@ static int rseq_slice_set_syscall_filters(void)
 #endif
 		NULL
 	};
+#endif
 	/* 6.1 has only a constant-propagated copy of the static function. */
 	static const char * const syscall_names[] = {
 		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
 	};
 	int ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
+#ifdef RSEQ_SLICE_YIELD_STUB_FIND
+	unsigned long stub = rseq_slice_yield_stub_find();
 
+	if (!ret && !stub)
+		pr_err("the sys_ni_syscall() that answers system call 471 not found\n");
+	return ret ? ret : stub ? ftrace_set_filter_ip(&rseq_slice_yield_ops, stub, 0, 0) : -ENOENT;
+#else
 	return ret ? ret : rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
+#endif
 }
 #endif
 

@@ -43,11 +43,13 @@
  * tables, which invoke_syscall() answers through do_ni_syscall() and
  * sys_ni_syscall(). The hook replaces sys_ni_syscall() for 471 only, and
  * for threads enabled through prctl only; every other unimplemented call
- * runs it.
+ * runs it. Which function that is, and where ftrace patches it, is read
+ * from invoke_syscall() (rseq_slice_yield_stub_find()).
  */
 #define RSEQ_SLICE_YIELD_STUB		1
 #define RSEQ_SLICE_YIELD_STUB_PARAMS	void
-#define RSEQ_SLICE_YIELD_STUB_NAMES	"sys_ni_syscall",
+#define RSEQ_SLICE_YIELD_STUB_FIND	1
+unsigned long rseq_slice_yield_stub_find(void);
 #define rseq_slice_yield_stub_call() \
 	(syscall_get_nr(current, task_pt_regs(current)) == RSEQ_SLICE_NR_YIELD)
 

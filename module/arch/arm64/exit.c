@@ -26,6 +26,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ftrace.h>
+#include <linux/kallsyms.h>
 #include <linux/kernel.h>
 #include <linux/sched/task_stack.h>
 #include <linux/string.h>
@@ -190,4 +191,38 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 			return rseq_slice_el0_ranges[i].kind;
 	}
 	return RSEQ_SLICE_EXIT_OTHER;
+}
+
+/*
+ * Where ftrace patches the sys_ni_syscall() that invoke_syscall() calls
+ * for a number past the end of the table (do_ni_syscall(), inlined),
+ * found by invoke_syscall()'s own branches, or 0 if none goes there.
+ *
+ * Not the symbol's address: kallsyms gives sys_ni_syscall() a size that
+ * covers the weak system call stubs after it, which have no names of
+ * their own (0x120 bytes on Debian's 6.1, ten ftrace sites), and
+ * ftrace_set_filter_ip() on a symbol's start takes any site in that
+ * size, which hooked one of the stubs: system call 471 still answered
+ * -ENOSYS. The site itself is the BL of the function's patchable entry,
+ * one instruction in (ftrace_call_adjust(); arm64's kernels here have no
+ * BTI). Module init.
+ */
+unsigned long rseq_slice_yield_stub_find(void)
+{
+	char name[KSYM_SYMBOL_LEN];
+	unsigned long lo, hi, p, dst;
+	u32 insn;
+
+	if (!rseq_slice_symbol_range("invoke_syscall", &lo, &hi))
+		return 0;
+	for (p = lo; p + AARCH64_INSN_SIZE <= hi; p += AARCH64_INSN_SIZE) {
+		insn = le32_to_cpu(*(const __le32 *)p);
+		if (!aarch64_insn_is_bl(insn) && !aarch64_insn_is_b(insn))
+			continue;
+		dst = p + sign_extend64((insn & GENMASK(25, 0)) << 2, 27);
+		sprint_symbol(name, dst);
+		if (str_has_prefix(name, "sys_ni_syscall+0x0/"))
+			return dst + AARCH64_INSN_SIZE;
+	}
+	return 0;
 }

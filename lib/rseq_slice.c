@@ -53,6 +53,12 @@ static uint64_t read_counter(void)
 	/* ISB: not read ahead of the instructions before it. */
 	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
 	return v;
+#elif defined(__arm__)
+	uint64_t v;
+
+	/* CNTVCT, as AArch32 reads it (Linux lets user space). */
+	__asm__ __volatile__("isb\n\tmrrc p15, 1, %Q0, %R0, c14" : "=r" (v) :: "memory");
+	return v;
 #endif
 }
 

@@ -9,8 +9,8 @@
  *    RSEQ_SLICE_IOC_ENABLE): rseq_slice_word_request(), the CPU-local
  *    test-and-clear rseq_slice_word_test_clear() and the whole end of a
  *    section, rseq_slice_word_end(). Inline; the few instructions they
- *    need are in rseq_slice/x86.h (x86-64, i386) and rseq_slice/arm64.h
- *    (AArch64).
+ *    need are in rseq_slice/x86.h (x86-64, i386), rseq_slice/arm64.h
+ *    (AArch64) and rseq_slice/arm.h (AArch32, compat tasks on arm64).
  * 2. The same, nestable, on a struct rseq_slice_thread (the helpers that
  *    used to live in the uapi header).
  * 3. The backend API: rseq_slice_init() picks, per thread, the kernel's
@@ -30,8 +30,10 @@
 #include "rseq_slice/x86.h"
 #elif defined(__aarch64__)
 #include "rseq_slice/arm64.h"
+#elif defined(__arm__)
+#include "rseq_slice/arm.h"
 #else
-#error "librseq-slice supports x86 (64 and 32 bit) and arm64 only"
+#error "librseq-slice supports x86 (64 and 32 bit), arm64 and AArch32 only"
 #endif
 
 #ifdef __cplusplus

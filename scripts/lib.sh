@@ -291,14 +291,32 @@ rs_in_chroot() {
 
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
 # for the module, empty if there is none), RS_CHROOT_SUITE (the suite whose
-# build chroot RS_KDIR is in, or empty for the host's) and RS_EXTRA (a
-# folder of modules to load first, or empty).
+# build chroot RS_KDIR is in, or empty for the host's), RS_EXTRA (a
+# folder of modules to load first, or empty) and RS_ARCH (the guest's
+# architecture: amd64, or arm64 for the NAME-arm64 kernels).
 rs_kernel() {
 	RS_EXTRA=
 	RS_CHROOT=
 	RS_CHROOT_SUITE=
+	RS_ARCH=amd64
+	RS_ARM64_SUITE=
 	mkdir -p "$RS_CACHE"
 	case "$1" in
+	6.1-arm64|6.12-arm64)
+		# Debian 12's arm64 kernels, from bookworm-arm64's private apt;
+		# the module is cross-built against their headers
+		# (rs_kbuild_arm64, when rs_build_module needs them).
+		RS_ARCH=arm64
+		RS_ARM64_SUITE=bookworm-arm64
+		if [ "$1" = 6.1-arm64 ]; then
+			rs_debian_meta linux-image-arm64 "$1" "$RS_ARM64_SUITE"
+		else
+			rs_debian_meta linux-image-6.12-arm64 "$1" "$RS_ARM64_SUITE"
+		fi
+		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
+		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		return 0 ;;
 	6.1)
 		rs_debian_meta linux-image-amd64 "$1" ;;
 	6.12)
@@ -341,6 +359,175 @@ rs_kernel() {
 	RS_KDIR=/lib/modules/$RS_KVER/build
 }
 
+# rs_cross_arm64: sets RS_CROSS, the prefix of an arm64 cross toolchain
+# (${RS_CROSS}gcc, ...ld, ...ar; RS_CROSS_CC: the C compiler), Debian 12's
+# gcc-12-aarch64-linux-gnu and binutils-aarch64-linux-gnu, unpacked into
+# the cache rather than installed:
+# gcc-12-aarch64-linux-gnu conflicts with the gcc-multilib meta package
+# the -m32 builds need, and on a machine other clones use too, installing
+# it would take gcc-multilib away from them (and their rs_host_pkgs would
+# take the cross compiler away again). The unpacked gcc finds its cc1, as,
+# ld, headers and libraries relative to itself; the wrappers in
+# cross-arm64/bin give it and binutils their shared libraries (libbfd,
+# libopcodes, libctf of the arm64 binutils). The host's gcc-12 provides
+# the rest (libisl, libmpc, ...: the cross compiler is the same gcc).
+# The C library is not libc6-dev-arm64-cross (glibc 2.36-8, as bookworm
+# was released, without the AT_RSEQ_* the host's 2.36-9+deb12u* has) but
+# the arm64 libc6, libc6-dev and linux-libc-dev of the host's own glibc
+# and uapi versions (bookworm-arm64's private apt), laid out as the cross
+# packages are (usr/aarch64-linux-gnu/{include,lib}): the arm64 tests are
+# built against the same headers as the amd64 ones.
+rs_cross_arm64() {
+	rs_cross_unpack arm64
+	RS_CROSS_BIN=$RS_CACHE/cross-arm64/bin
+	RS_CROSS=$RS_CROSS_BIN/aarch64-linux-gnu-
+	RS_CROSS_CC=${RS_CROSS}gcc
+}
+
+# rs_cross_armhf: the same for AArch32 (compat) programs on the arm64
+# guests, gcc-12-arm-linux-gnueabihf and armhf's C library; sets
+# RS_CROSS32_CC.
+rs_cross_armhf() {
+	rs_cross_unpack armhf
+	RS_CROSS32_CC=$RS_CACHE/cross-armhf/bin/arm-linux-gnueabihf-gcc
+}
+
+# rs_cross_unpack ARCH (arm64, armhf): the work of rs_cross_arm64 and
+# rs_cross_armhf, into $RS_CACHE/cross-ARCH.
+rs_cross_unpack() {
+	local a=$1 tr d=$RS_CACHE/cross-$1 tmp deb t lock stamp pkgs libc
+	case "$a" in
+	arm64) tr=aarch64-linux-gnu ;;
+	armhf) tr=arm-linux-gnueabihf ;;
+	*) rs_die "no cross toolchain known for $a" ;;
+	esac
+	pkgs="gcc-12-$tr cpp-12-$tr gcc-12-$tr-base binutils-$tr libgcc-12-dev-$a-cross libgcc-s1-$a-cross"
+	libc="libc6:$a libc6-dev:$a linux-libc-dev:$a"
+	# shellcheck disable=SC2086 # a list of package names
+	stamp=$(printf '%s\n' 5 $pkgs $libc | sha256sum | cut -c1-12)
+	mkdir -p "$d"
+	exec {lock}>"$d/.lock"
+	flock "$lock"
+	if [ "$(cat "$d/.done" 2>/dev/null)" != "$stamp" ]; then
+		rs_need_pkgs gcc-12
+		rs_log "unpacking the $a cross toolchain into $d"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		# shellcheck disable=SC2086 # a list of package names
+		(cd "$tmp" && apt-get -o APT::Sandbox::User=root download -q $pkgs >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "apt-get download of the $a cross toolchain failed"; }
+		mkdir -p "$tmp/libc"
+		# shellcheck disable=SC2086 # a list of package names
+		(cd "$tmp/libc" && rs_apt bookworm-arm64 download $libc >/dev/null 2>&1) ||
+			{ rs_apt bookworm-arm64 update >/dev/null 2>&1 &&
+				(cd "$tmp/libc" && rs_apt bookworm-arm64 download $libc >/dev/null); } ||
+			{ rm -rf "$tmp"; rs_die "apt-get download of the $a C library failed"; }
+		rm -rf "${d:?}/root" "${d:?}/bin"
+		mkdir -p "$d/root/usr/$tr/lib" "$d/root/usr/$tr/include" "$d/bin"
+		for deb in "$tmp"/*.deb; do
+			dpkg-deb -x "$deb" "$d/root"
+		done
+		for deb in "$tmp"/libc/*.deb; do
+			dpkg-deb -x "$deb" "$tmp/libc/x"
+		done
+		t=$tmp/libc/x
+		cp -a "$t"/usr/include/. "$d/root/usr/$tr/include/"
+		cp -a "$t/usr/include/$tr/." "$d/root/usr/$tr/include/"
+		rm -rf "${d:?}/root/usr/$tr/include/$tr"
+		for t in "$t/lib/$tr" "$t/usr/lib/$tr"; do
+			[ -d "$t" ] && cp -a "$t"/. "$d/root/usr/$tr/lib/"
+		done
+		rm -rf "$tmp"
+		# Absolute symbolic links (libm.so -> /lib/TRIPLET/...) point at
+		# their files here.
+		for t in "$d/root/usr/$tr/lib"/*; do
+			[ -L "$t" ] && case $(readlink "$t") in /*)
+				ln -sf "$(basename "$(readlink "$t")")" "$t" ;;
+			esac
+		done
+		# The C library's linker scripts (libc.so, libm.so) name their
+		# parts by absolute paths (/lib/TRIPLET/libc.so.6,
+		# /usr/lib/TRIPLET/libc_nonshared.a, /lib/ld-...): here.
+		for t in "$d/root/usr/$tr/lib"/*.so; do
+			grep -q 'GNU ld script' "$t" 2>/dev/null || continue
+			sed -i -e "s|/usr/lib/$tr/|$d/root/usr/$tr/lib/|g" \
+				-e "s|/lib/$tr/|$d/root/usr/$tr/lib/|g" \
+				-e "s| /lib/ld-linux-| $d/root/usr/$tr/lib/ld-linux-|g" "$t"
+		done
+		for t in "$d/root/usr/bin/$tr"-*; do
+			# shellcheck disable=SC2016 # $LD_LIBRARY_PATH: the wrapper's
+			printf '#!/bin/sh\nLD_LIBRARY_PATH=%s/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+				"$d" "$t" >"$d/bin/${t##*/}"
+			chmod 0755 "$d/bin/${t##*/}"
+		done
+		# Kbuild's $(CROSS_COMPILE)gcc, and the usual names.
+		for t in gcc cpp gcc-ar gcc-nm gcc-ranlib; do
+			ln -sf "$tr-$t-12" "$d/bin/$tr-$t"
+		done
+		echo "$stamp" >"$d/.done"
+	fi
+	exec {lock}>&-
+	# The static C library's headers and objects are found by the
+	# compiler itself (root/usr/TRIPLET), as in an installed one.
+	"$d/bin/$tr-gcc" -print-file-name=libc.a | grep -q / ||
+		rs_die "the $a cross compiler in $d does not work"
+}
+
+# rs_kbuild_arm64: the kbuild tree of an arm64 kernel (RS_KVER, from
+# RS_ARM64_SUITE) at RS_KDIR, unpacked into the cache: its arm64
+# linux-headers-VERSION and -common packages and the amd64 linux-kbuild
+# (fixdep, modpost and the rest run here; the arm64 one cannot), the
+# headers' Makefile pointed at the unpacked common tree (it includes
+# /usr/src/linux-headers-...-common/Makefile).
+rs_kbuild_arm64() {
+	local dir=$RS_CACHE/kernels/$RS_KVER/kbuild tmp deps d lock
+	mkdir -p "${dir%/*}"
+	exec {lock}>"${dir%/*}/.kbuild.lock"
+	flock "$lock"
+	if [ ! -f "$dir/.done" ]; then
+		deps=$(rs_apt_cache "$RS_ARM64_SUITE" depends "linux-headers-$RS_KVER" |
+			sed -n -e 's/^ *Depends: \(linux-headers-.*-common\)$/\1/p' \
+				-e 's/^ *Depends: \(linux-kbuild-.*\)$/\1:amd64/p')
+		[ -n "$deps" ] || rs_die "no -common or linux-kbuild dependency of linux-headers-$RS_KVER"
+		rs_log "fetching linux-headers-$RS_KVER, ${deps//$'\n'/ } (the arm64 kbuild tree)"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		# shellcheck disable=SC2086 # a list of package names
+		(cd "$tmp" && rs_apt "$RS_ARM64_SUITE" download "linux-headers-$RS_KVER" $deps >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "cannot download the headers of $RS_KVER"; }
+		rm -rf "$dir"
+		for d in "$tmp"/*.deb; do
+			dpkg-deb -x "$d" "$dir.tmp"
+		done
+		rm -rf "$tmp"
+		sed -i "s|^include /usr/src/|include $dir/usr/src/|" \
+			"$dir.tmp/usr/src/linux-headers-$RS_KVER/Makefile"
+		mv "$dir.tmp" "$dir"
+		touch "$dir/.done"
+	fi
+	exec {lock}>&-
+}
+
+# rs_busybox_arm64: sets RS_BUSYBOX_ARM64, the static busybox of the
+# arm64 guests: busybox-static:arm64 of RS_ARM64_SUITE (bookworm-arm64 by
+# default), unpacked into the cache (its applets are those of the host's
+# /bin/busybox, the same Debian version).
+rs_busybox_arm64() {
+	local d=$RS_CACHE/arm64-busybox tmp lock
+	mkdir -p "$d"
+	exec {lock}>"$d/.lock"
+	flock "$lock"
+	if [ ! -s "$d/busybox" ]; then
+		rs_log "fetching busybox-static:arm64 from Debian ${RS_ARM64_SUITE:-bookworm-arm64}"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		(cd "$tmp" && rs_apt "${RS_ARM64_SUITE:-bookworm-arm64}" download busybox-static >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "cannot download busybox-static:arm64"; }
+		dpkg-deb -x "$tmp"/busybox-static_*.deb "$tmp/x"
+		cp "$tmp/x/bin/busybox" "$d/busybox.tmp" && mv "$d/busybox.tmp" "$d/busybox"
+		rm -rf "$tmp"
+	fi
+	exec {lock}>&-
+	RS_BUSYBOX_ARM64=$d/busybox
+}
+
 # Build rseq_slice.ko against RS_KDIR, and the test module the selftests
 # load (selftests/kmod); sets RS_MODULE and RS_TEST_MODULES. The sources
 # are mirrored with their times, so kbuild rebuilds only what changed.
@@ -348,7 +535,15 @@ rs_kernel() {
 # runs in that suite's chroot (rs_chroot, made or completed first), in its
 # /rs-build/VERSION/TREE, the same layout as the host's.
 rs_build_module() {
-	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14
+	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14 kargs=()
+	if [ "${RS_ARCH:-amd64}" = arm64 ]; then
+		# Cross-built: the kbuild tree and the compiler are the cache's.
+		rs_cross_arm64
+		rs_kbuild_arm64
+		# By name, on PATH: 6.12's headers (a cross-built kernel) set
+		# "override CROSS_COMPILE = aarch64-linux-gnu-" themselves.
+		kargs=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- PATH="$RS_CROSS_BIN:$PATH")
+	fi
 	if [ -n "${RS_CHROOT_SUITE:-}" ]; then
 		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16
 		rs_chroot "$RS_CHROOT_SUITE" "$RS_KVER" "$cc"
@@ -369,7 +564,7 @@ rs_build_module() {
 		if [ -n "${RS_CHROOT:-}" ]; then
 			rs_in_chroot "$RS_CHROOT" make -C "$RS_KDIR" "$@"
 		else
-			make -C "$RS_KDIR" "$@"
+			make -C "$RS_KDIR" "${kargs[@]}" "$@"
 		fi
 	}
 	# Two guests of one kernel may start at once: one build at a time.
@@ -401,25 +596,39 @@ RS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 RS_MIRROR=http://deb.debian.org/debian
 
 # The sources.list lines of a suite (also written into its build chroot).
+# SUITE-arm64 (bookworm-arm64, trixie-arm64, sid-arm64): the same archive
+# for the arm64 lanes' kernels, headers and guest packages; its private
+# configuration (rs_apt_conf) has arm64 as its architecture, amd64 as a
+# foreign one (the kbuild tools that run on this host).
+RS_SECURITY=http://security.debian.org/debian-security
 rs_apt_sources() {
 	case "$1" in
-	sid) echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR sid main" ;;
-	trixie)
+	sid|sid-arm64) echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR sid main" ;;
+	trixie|trixie-arm64)
 		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR trixie main"
-		echo "deb [signed-by=$RS_KEYRING] http://security.debian.org/debian-security trixie-security main" ;;
+		echo "deb [signed-by=$RS_KEYRING] $RS_SECURITY trixie-security main" ;;
+	bookworm-arm64)
+		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR bookworm main"
+		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR bookworm-updates main"
+		echo "deb [signed-by=$RS_KEYRING] $RS_SECURITY bookworm-security main" ;;
 	*) rs_die "no apt sources known for Debian $1" ;;
 	esac
 }
 
 # rs_apt_conf SUITE: sets up $RS_CACHE/apt-SUITE, prints its apt.conf.
 rs_apt_conf() {
-	rs_apt_conf_dir "$RS_CACHE/apt-$1" "$(rs_apt_sources "$1")"
+	local arch=amd64
+	case "$1" in *-arm64) arch=arm64 ;; esac
+	rs_apt_conf_dir "$RS_CACHE/apt-$1" "$(rs_apt_sources "$1")" "$arch"
 }
 
-# rs_apt_conf_dir DIR SOURCES: a private configuration in DIR with the
-# sources.list lines SOURCES; prints its apt.conf.
+# rs_apt_conf_dir DIR SOURCES [ARCH]: a private configuration in DIR with
+# the sources.list lines SOURCES, for ARCH (default amd64; another one
+# also has amd64 as a foreign architecture); prints its apt.conf.
 rs_apt_conf_dir() {
-	local d=$1
+	local d=$1 arch=${3:-amd64} archs='"amd64";'
+	# arm64: amd64 for the kbuild tools, armhf for AArch32 (compat) programs.
+	[ "$arch" = amd64 ] || archs="\"$arch\"; \"amd64\"; \"armhf\";"
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
@@ -435,8 +644,8 @@ Dir::Etc::trustedparts "$d/etc/trusted.gpg.d";
 Dir::State "$d/state";
 Dir::State::status "$d/status";
 Dir::Cache "$d/cache";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
+APT::Architecture "$arch";
+APT::Architectures { $archs };
 APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
@@ -511,6 +720,14 @@ rs_upstream_src() {
 			rs_die "could not extract upstream's selftests from $deb"
 		touch "$d/.done"
 	fi
+	# The arm64 build of upstream's selftests also needs tools/arch/arm64
+	# (added beside an extraction made before the arm64 lanes).
+	if [ ! -f "$d/.done-arm64" ]; then
+		dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$top.tar.xz" | xz -dc |
+			tar -x -C "$d" "$top/tools/arch/arm64/include" ||
+			rs_die "could not extract tools/arch/arm64 from $deb"
+		touch "$d/.done-arm64"
+	fi
 	exec {lock}>&-
 	RS_UPSTREAM_SRC=$d/$top
 	RS_UPSTREAM_VERSION=$v
@@ -520,18 +737,27 @@ rs_upstream_src() {
 # The prebuilt upstream binaries (../shared/reference), where there are.
 RS_REFERENCE=$RS_TOP/../shared/reference
 
-# The static selftest binaries; sets RS_SELFTESTS (their folder). Besides
-# the project's own tests: upstream's slice_test and check_optimized,
-# built here, unmodified, from $RS_UPSTREAM_PKG (upstream_*), and copies
-# of the prebuilt ones (ref_*), for selftests/run_upstream.sh.
+# The static selftest binaries for RS_ARCH (amd64 unless rs_kernel named
+# an arm64 kernel); sets RS_SELFTESTS (their folder). Besides the
+# project's own tests: upstream's slice_test and check_optimized, built
+# here, unmodified, from $RS_UPSTREAM_PKG (upstream_*), and copies of the
+# prebuilt ones (ref_*, x86-64 only), for selftests/run_upstream.sh.
+# arm64: cross-built (rs_cross_arm64) into selftests-arm64-TREE.
 rs_build_selftests() {
-	local ref=
+	local ref= cross=()
 	RS_SELFTESTS=$RS_CACHE/build/selftests-$RS_TREE
 	rs_upstream_src
-	[ -f "$RS_REFERENCE/slice_test" ] && ref=$(cd "$RS_REFERENCE" && pwd)
+	if [ "${RS_ARCH:-amd64}" = arm64 ]; then
+		rs_cross_arm64
+		rs_cross_armhf
+		RS_SELFTESTS=$RS_CACHE/build/selftests-arm64-$RS_TREE
+		cross=(CC="$RS_CROSS_CC" AR="${RS_CROSS}ar" CC32="$RS_CROSS32_CC")
+	elif [ -f "$RS_REFERENCE/slice_test" ]; then
+		ref=$(cd "$RS_REFERENCE" && pwd)
+	fi
 	make -s -C "$RS_TOP/selftests" OUT="$RS_SELFTESTS" KSFT="$RS_CACHE/ksft" \
-		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" >&2 ||
-		rs_die "selftests did not build"
+		UPSTREAM="$RS_UPSTREAM_SRC" REFERENCE="$ref" "${cross[@]}" >&2 ||
+		rs_die "selftests did not build${RS_ARCH:+ for $RS_ARCH}"
 }
 
 # rs_qemu_plugin_header: sets RS_QEMU_INC, a folder with the qemu-plugin.h

@@ -41,8 +41,14 @@ static inline uint64_t rseq_slice_rdtsc(void)
 	/* ISB: not read ahead of the instructions before it. */
 	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
 	return v;
+#elif defined(__arm__)
+	uint64_t v;
+
+	/* CNTVCT, as AArch32 (a compat task on arm64) reads it. */
+	__asm__ __volatile__("isb\n\tmrrc p15, 1, %Q0, %R0, c14" : "=r" (v) :: "memory");
+	return v;
 #else
-#error "clock.h: x86 and arm64 only"
+#error "clock.h: x86, arm64 and AArch32 only"
 #endif
 }
 

@@ -11,6 +11,11 @@
  *
  * The protocol is librseq-slice's (its 32-bit build): the bare-word
  * primitives, the i386 yield by int $0x80 and the TSC clock.
+ *
+ * On arm64 the same test is an AArch32 program (compat tasks, built with
+ * arm-linux-gnueabihf-gcc): the compat ioctl is system call 54 by svc #0
+ * (r7), the C library's syscall() the same instruction from its own
+ * code, the clock CNTVCT; the rest reads the same.
  */
 #include "slice_util.h"
 
@@ -21,8 +26,9 @@
 
 #include "kselftest_harness.h"
 
-#ifndef __i386__
-#error "compat32_test is built with -m32"
+
+#if !defined(__i386__) && !defined(__arm__)
+#error "compat32_test is built with -m32 (x86) or for AArch32 (arm64's compat tasks)"
 #endif
 
 #define NR32_GETPPID	64
@@ -35,17 +41,30 @@
 #define LOOP_SECS	60
 #define WAIT_NS		(200 * 1000 * 1000ULL)
 
+/*
+ * A system call without arguments by the instruction the library uses:
+ * int $0x80 on i386; on AArch32 svc #0 with the number in r7 (getppid is
+ * 64 there too, ioctl 54).
+ */
 static inline long int80_0(long nr)
 {
+#if defined(__arm__)
+	return rseq_slice_arch_syscall0(nr);
+#else
 	long ret;
 
 	__asm__ __volatile__("int $0x80" : "=a" (ret) : "0" (nr) : "memory");
 	return ret;
+#endif
 }
 
 enum yield_path { PATH_INT80, PATH_LIBC, NR_PATHS };
 
+#if defined(__arm__)
+static const char *const path_name[NR_PATHS] = { "svc #0", "syscall()" };
+#else
 static const char *const path_name[NR_PATHS] = { "int $0x80", "syscall()" };
+#endif
 
 /*
  * RSEQ_SLICE_IOC_YIELD as an ia32 ioctl: 1, 0, or -errno. The library's

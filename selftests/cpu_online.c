@@ -39,7 +39,11 @@ int main(int argc, char **argv)
 		}
 		while (waitpid(pid, &status, WNOHANG) == 0)
 			for (j = 0; j < 1000; j++)
+#if defined(__aarch64__)
+				__asm__ __volatile__("yield");
+#else
 				__builtin_ia32_pause();
+#endif
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			return 1;
 	}

@@ -38,9 +38,15 @@
 #define PR_RSEQ_SLICE_EXTENSION_SET	2
 #define PR_RSEQ_SLICE_EXT_ENABLE	0x01
 #endif
-#define MERGED_NR_YIELD			471	/* __NR_rseq_slice_yield, x86-64 */
+/* __NR_rseq_slice_yield: 471 on x86-64 and in asm-generic/unistd.h (arm64). */
+#define MERGED_NR_YIELD			471
 #define MERGED_ENOTSUPP			524	/* the kernel's ENOTSUPP */
-#define MERGED_RSEQ_SIG			0x53053053	/* upstream's RSEQ_SIG on x86 */
+/* Upstream's RSEQ_SIG: rseq-x86.h's, rseq-arm64.h's (a BRK #0x45e0). */
+#if defined(__aarch64__)
+#define MERGED_RSEQ_SIG			0xd428bc00
+#else
+#define MERGED_RSEQ_SIG			0x53053053
+#endif
 #define MERGED_FLAG_UNREGISTER		1
 /* rseq->flags bits 7.2 sets (read-only for user space; 6.x never sets them). */
 #define MERGED_CS_FLAG_SLICE_AVAILABLE	(1U << 4)

@@ -1094,10 +1094,29 @@ extern const char rule1_fault_store[];
 
 static void __attribute__((noinline)) rule1_store(volatile char *p)
 {
+#if defined(__aarch64__)
+	asm volatile(".globl rule1_fault_store\n"
+		     "rule1_fault_store:\n\t"
+		     "strb %w1, [%0]" : : "r"(p), "r"(1) : "memory");
+#else
 	asm volatile(".globl rule1_fault_store\n"
 		     "rule1_fault_store:\n\t"
 		     "movb $1, (%0)" : : "r"(p) : "memory");
+#endif
 }
+
+/*
+ * The frame a page fault's return has in the grant event's stack trace:
+ * x86's fault entry; on arm64 a user data abort goes el0t_64_sync ->
+ * el0t_64_sync_handler -> el0_da (noinstr, so never inlined), read from
+ * arch/arm64/kernel/entry-common.c of 6.1 and 6.12, while an interrupt
+ * goes el0t_64_irq -> el0t_64_irq_handler -> el0_interrupt.
+ */
+#if defined(__aarch64__)
+#define RULE1_FAULT_FRAME	"=> el0_da"
+#else
+#define RULE1_FAULT_FRAME	"=> asm_exc_page_fault"
+#endif
 
 /* Whether the kernel preempts in kernel mode (preempt=full). */
 static bool preempt_full(void)
@@ -1130,7 +1149,7 @@ static long rule1_fault_grants(unsigned long ip, long *all)
 			(*all)++;
 			in_grant = strstr(line, at);
 			counted = false;
-		} else if (in_grant && !counted && strstr(line, "=> asm_exc_page_fault")) {
+		} else if (in_grant && !counted && strstr(line, RULE1_FAULT_FRAME)) {
 			n++;
 			counted = true;
 		}
@@ -1147,7 +1166,7 @@ static long rule1_fault_grants(unsigned long ip, long *all)
  * taken inside the handler after its last point of voluntary preemption
  * leaves the reschedule pending for the fault's return, which grants.
  * The grant event's stack trace (a stacktrace trigger) shows which entry
- * returns: asm_exc_page_fault, not a timer interrupt taken just after
+ * returns: the fault's (RULE1_FAULT_FRAME), not a timer interrupt taken just after
  * the fault's return (that one resumes at the same store). Under
  * preempt=full the handler is preempted instead (rule 2 then clears
  * REQUEST), so the case cannot happen there. Root only: tracefs.

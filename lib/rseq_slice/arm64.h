@@ -66,7 +66,7 @@ static inline int rseq_slice_arch_test_clear(uint32_t *w, unsigned int bit)
 
 #ifdef __ARM_FEATURE_ATOMICS
 	__asm__ __volatile__("ldclr %w[mask], %w[old], %[word]"
-			     : [old] "=r" (old), [word] "+Q" (*w)
+			     : [old] "=&r" (old), [word] "+Q" (*w)
 			     : [mask] "r" (mask)
 			     : "memory");
 #else

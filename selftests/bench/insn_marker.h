@@ -32,8 +32,16 @@
 #define INSN_MARK_NAME_MAX	63	/* characters of a name the plugin keeps */
 
 #ifndef __ASSEMBLER__
-/* The marker instruction; its operand is INSN_MARK_CODE(op, arg). */
+/*
+ * The marker instruction; its operand is INSN_MARK_CODE(op, arg). The
+ * counting is x86-64's (scripts/vm --count-insns is amd64 only): on other
+ * architectures a marker is nothing but a compiler barrier.
+ */
+#if defined(__x86_64__) || defined(__i386__)
 #define INSN_MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
+#else
+#define INSN_MARK_INSN	""
+#endif
 #define INSN_MARK_CODE(op, arg)	(INSN_MARK_MAGIC | (op) << 8 | (arg))
 
 static inline void insn_region_start(void)

@@ -49,7 +49,11 @@ struct worker {
 
 static inline void cpu_relax(void)
 {
+#if defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
 	__asm__ __volatile__("pause" ::: "memory");
+#endif
 }
 
 /* Acquire under REQUEST: the request covers the hold, not the waiting. */

@@ -332,10 +332,10 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 					  &current_thread_info()->syscall_work);
 	/*
 	 * Defer the reschedule: the timer or the grant's end brings it
-	 * back. On 7.2 this clears the lazy request too.
+	 * back. The lazy request too, where there is one (7.2, the rt
+	 * flavours).
 	 */
-	clear_tsk_need_resched(current);
-	clear_preempt_need_resched();
+	rseq_slice_clear_resched();
 	grant_ns = READ_ONCE(rseq_slice_grant_ns);
 	c->start = ktime_get_ns();
 	hrtimer_start(&c->timer, ns_to_ktime(c->start + grant_ns), HRTIMER_MODE_ABS_PINNED_HARD);

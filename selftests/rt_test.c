@@ -16,9 +16,11 @@
  *   every kernel.
  *
  * A round: the thread sets REQUEST and spins until the kernel answers.
- * GRANTED: the reschedule was deferred. REQUEST cleared without a grant:
- * it was not (denied, or switched out). The waker counts its wakeups, so
- * only rounds whose interruption it caused are judged.
+ * The module's sexpir moved: the reschedule was deferred. REQUEST cleared
+ * without a grant: it was not (denied, or switched out). The other thread
+ * counts its wakeups (or, busy, its turns), so only rounds whose
+ * interruption it caused are judged. Root only: SCHED_FIFO, and the
+ * statistics are root's.
  */
 #include "slice_util.h"
 
@@ -84,12 +86,16 @@ static int rounds(struct __test_metadata *_metadata, enum other kind, int *judge
 	uint64_t end = now_ns() + 60 * 1000000000ULL;
 	int deferred = 0, all = 0;
 
+	*judged = 0;
+	if (!is_root())
+		SKIP(return 0, "SCHED_FIFO and the statistics need root");
 	rseq_slice_tsc_calibrate(0);
 	ASSERT_EQ(0, pin_self(o.cpu));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_EQ(0, pthread_create(&o.thread, NULL, other_fn, &o));
 	*judged = 0;
 	while (*judged < ROUNDS_WANTED && now_ns() < end && !o.err) {
+		long long x0 = slice_stat("sexpir");
 		unsigned long w0 = o.wakes;
 		uint32_t v = request_wait(&slice_self.ctrl, ROUND_NS);
 		uint64_t hold = rseq_slice_tsc_ns() + 5 * 1000 * 1000ULL;
@@ -105,7 +111,15 @@ static int rounds(struct __test_metadata *_metadata, enum other kind, int *judge
 		if (v == RSEQ_SLICE_EXT_REQUEST || o.wakes == w0)
 			continue;
 		(*judged)++;
-		if (v == RSEQ_SLICE_EXT_GRANTED)
+		/*
+		 * Deferred: a grant ran to its expiry (only this thread is
+		 * enabled). The module's count, not the word: under emulation
+		 * on a loaded host a grant can expire before the thread's next
+		 * instruction, and the word then never reads GRANTED (seen on
+		 * 6.1: 662 grants, 9 seen). A grant revoked at once deferred
+		 * nothing.
+		 */
+		if (slice_stat("sexpir") > x0)
 			deferred++;
 	}
 	o.stop = true;
@@ -140,11 +154,7 @@ FIXTURE_TEARDOWN(rt)
 
 TEST_F_TIMEOUT(rt, rt_task_wakeup, 300)
 {
-	int n, d;
-
-	if (!is_root())
-		SKIP(return, "SCHED_FIFO needs root");
-	d = rounds(_metadata, RT_TIMER, &n);
+	int n, d = rounds(_metadata, RT_TIMER, &n);
 	if (kernel_is_rt()) {
 		EXPECT_NOT_DEFERRED(d, n);
 	} else {
@@ -165,8 +175,18 @@ TEST_F_TIMEOUT(rt, fair_timer_wakeup, 300)
 
 TEST_F_TIMEOUT(rt, fair_tick_preemption, 300)
 {
-	int n, d = rounds(_metadata, FAIR_BUSY, &n);
+	struct utsname u;
+	int n, d;
 
+	/*
+	 * 6.1-rt (the RT patch set's own lazy preemption) keeps no promise
+	 * here: 0 and 2 of 200 rounds deferred in two runs (the rest
+	 * denied: a TIF_NEED_RESCHED came with the tick's request), 74 in
+	 * an earlier one. README, "On PREEMPT_RT".
+	 */
+	if (kernel_is_rt() && !uname(&u) && !strncmp(u.release, "6.1.", 4))
+		SKIP(return, "6.1-rt defers the tick's preemption rarely, unpredictably");
+	d = rounds(_metadata, FAIR_BUSY, &n);
 	EXPECT_DEFERRED(d, n);
 }
 

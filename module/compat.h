@@ -96,17 +96,51 @@ static inline void rseq_slice_hrtimer_setup(struct hrtimer *timer,
 /*
  * The reschedule requests a grant may defer: 7.2 (PREEMPT_LAZY) has a lazy
  * one, TIF_NEED_RESCHED_LAZY, which the exit-to-user loop serves like
- * the other and upstream's grant defers too (on PREEMPT_RT only the lazy
- * one: Debian's kernels are not RT). need_resched() tests only
+ * the other and upstream's grant defers too. need_resched() tests only
  * TIF_NEED_RESCHED there. 6.1 and 6.12 have no lazy bit.
+ *
+ * PREEMPT_RT (Debian's rt flavours) defers the lazy request only, as
+ * upstream does there (kernel/entry/common.c, TIF_SLICE_EXT_SCHED): a
+ * grant delays a reschedule, and on RT only the scheduler's lazy request
+ * (a fair task preempting a fair task) may wait. A TIF_NEED_RESCHED
+ * (a real-time task woke: an interrupt thread, ktimers, a SCHED_FIFO
+ * thread) is exit work that denies the grant. Both rt flavours have a
+ * real lazy bit: 6.1-rt from the RT patch set's own PREEMPT_LAZY (bit 19,
+ * which clear_tsk_need_resched() leaves), 6.12-rt from the backport of
+ * mainline's (bit 4, which it clears with the other; where an
+ * architecture has none, that backport's thread_info.h makes the name an
+ * alias of TIF_NEED_RESCHED). An RT kernel without a lazy bit of its own
+ * defers nothing.
  */
-#ifdef _TIF_NEED_RESCHED_LAZY
+#if defined(CONFIG_PREEMPT_RT) && defined(_TIF_NEED_RESCHED_LAZY) && \
+	_TIF_NEED_RESCHED_LAZY != _TIF_NEED_RESCHED
+#define RSEQ_SLICE_TIF_RESCHED		_TIF_NEED_RESCHED_LAZY
+#define rseq_slice_resched_pending()	(read_thread_flags() & RSEQ_SLICE_TIF_RESCHED)
+#elif defined(CONFIG_PREEMPT_RT)
+#define RSEQ_SLICE_TIF_RESCHED		0
+#define rseq_slice_resched_pending()	false
+#elif defined(_TIF_NEED_RESCHED_LAZY)
 #define RSEQ_SLICE_TIF_RESCHED		(_TIF_NEED_RESCHED | _TIF_NEED_RESCHED_LAZY)
 #define rseq_slice_resched_pending()	(read_thread_flags() & RSEQ_SLICE_TIF_RESCHED)
 #else
 #define RSEQ_SLICE_TIF_RESCHED		_TIF_NEED_RESCHED
 #define rseq_slice_resched_pending()	need_resched()
 #endif
+
+/*
+ * Take back the request a grant defers, current's. The RT patch set's
+ * lazy bit (6.1-rt: PREEMPT_LAZY before mainline had one) is not cleared
+ * by clear_tsk_need_resched(): left set, the exit loop would call
+ * schedule() again at once and end the grant it just got.
+ */
+static inline void rseq_slice_clear_resched(void)
+{
+	clear_tsk_need_resched(current);
+#if defined(CONFIG_PREEMPT_LAZY) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 12, 0)
+	clear_tsk_need_resched_lazy(current);
+#endif
+	clear_preempt_need_resched();
+}
 
 #include "arch.h"
 

@@ -331,10 +331,10 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 					  rseq_slice_entry_work_word(current_thread_info()));
 	/*
 	 * Defer the reschedule: the timer or the grant's end brings it
-	 * back. On 7.2 this clears the lazy request too.
+	 * back. The lazy request too, where there is one (7.2, the rt
+	 * flavours).
 	 */
-	clear_tsk_need_resched(current);
-	clear_preempt_need_resched();
+	rseq_slice_clear_resched();
 	grant_ns = READ_ONCE(rseq_slice_grant_ns);
 	c->start = ktime_get_ns();
 	hrtimer_start(&c->timer, ns_to_ktime(c->start + grant_ns), HRTIMER_MODE_ABS_PINNED_HARD);
@@ -501,8 +501,13 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w)
  * runs first); foreign_syscall=abort (merged upstream) ends the grant,
  * gives the reschedule back and lets the call run. A thread enabled by
  * prctl always gets merged upstream's rule.
+ *
+ * Returns true if current is owed a SIGSEGV (kill, or a bad word in
+ * debug mode): the hook sends it once it has enabled preemption again,
+ * since force_sig() takes the sighand lock, a sleeping lock on
+ * PREEMPT_RT.
  */
-void rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
+bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 {
 	struct rseq_slice_cpu *c;
 	bool kill = false, bad;
@@ -515,7 +520,7 @@ void rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 	if (__this_cpu_read(rseq_slice_holder) != current) {
 		/* Revoked on the way here: nothing to end, nothing to report. */
 		local_irq_restore(flags);
-		return;
+		return false;
 	}
 	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(c->w, true);
 	yield = call == (c->w->merged ? RSEQ_SLICE_CALL_MERGED : RSEQ_SLICE_CALL_IOCTL);
@@ -531,9 +536,7 @@ void rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 		rseq_slice_resched_current();
 	}
 	local_irq_restore(flags);
-
-	if (kill || bad)
-		force_sig(SIGSEGV);
+	return kill || bad;
 }
 
 /* stats.c's view: the counters summed over CPUs, each read racily. */

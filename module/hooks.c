@@ -44,6 +44,7 @@
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
 #include <linux/trace_recursion.h>
 #include <linux/tracepoint.h>
@@ -212,6 +213,7 @@ static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
 static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
 					    struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
+	bool sigsegv;
 	int bit;
 
 	if (likely(rseq_slice_grant_holder() != current))
@@ -219,8 +221,11 @@ static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long pare
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	rseq_slice_grant_syscall(rseq_slice_syscall_kind(task_pt_regs(current)));
+	sigsegv = rseq_slice_grant_syscall(rseq_slice_syscall_kind(task_pt_regs(current)));
 	ftrace_test_recursion_unlock(bit);
+	/* Preemptible again: the sighand lock sleeps on PREEMPT_RT. */
+	if (sigsegv)
+		force_sig(SIGSEGV);
 }
 
 static struct ftrace_ops rseq_slice_syscall_ops = {

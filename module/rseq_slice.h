@@ -223,7 +223,7 @@ void rseq_slice_grant_exit(void);
 bool rseq_slice_grant_try(struct rseq_slice_word *w);
 bool rseq_slice_grant_end_current(enum rseq_slice_end why);
 void rseq_slice_grant_switch_out(void);
-void rseq_slice_grant_syscall(enum rseq_slice_yield_call call);
+bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call);
 void rseq_slice_grant_end_all(void);
 int rseq_slice_grant_yield(struct rseq_slice_word *w);
 int rseq_slice_grant_yielded(struct rseq_slice_word *w);

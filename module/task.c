@@ -38,7 +38,12 @@
 #define RSEQ_SLICE_HASH_BITS	10
 
 static DEFINE_HASHTABLE(rseq_slice_tasks, RSEQ_SLICE_HASH_BITS);
-static DEFINE_SPINLOCK(rseq_slice_tasks_lock);
+/*
+ * Raw: taken with preemption disabled (the exit and exec tracepoints, the
+ * schedule() hook), where PREEMPT_RT's sleeping spinlock_t must not be
+ * taken; held for a hash update only.
+ */
+static DEFINE_RAW_SPINLOCK(rseq_slice_tasks_lock);
 /* Registrations (the hooks stay armed while there are any) and pins. */
 static atomic_t rseq_slice_nr_threads = ATOMIC_INIT(0);
 static atomic_t rseq_slice_nr_pinned = ATOMIC_INIT(0);
@@ -266,11 +271,11 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 	struct rseq_slice_task *old;
 
 	*added = false;
-	spin_lock(&rseq_slice_tasks_lock);
+	raw_spin_lock(&rseq_slice_tasks_lock);
 	old = rseq_slice_task_find(current);
 	if (!old) {
 		hash_add_rcu(rseq_slice_tasks, &st->node, (unsigned long)current);
-		spin_unlock(&rseq_slice_tasks_lock);
+		raw_spin_unlock(&rseq_slice_tasks_lock);
 		atomic_inc(&rseq_slice_nr_threads);
 		if (st->w.merged)
 			atomic_inc(&rseq_slice_nr_merged);
@@ -281,7 +286,7 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 		/* Enabled the other way, or with another word: EBUSY. */
 		int ret = old->uaddr == st->uaddr && old->w.merged == st->w.merged ? 0 : -EBUSY;
 
-		spin_unlock(&rseq_slice_tasks_lock);
+		raw_spin_unlock(&rseq_slice_tasks_lock);
 		rseq_slice_task_discard(st);
 		return ret;
 	}
@@ -293,7 +298,7 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 	 */
 	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
 	hlist_replace_rcu(&old->node, &st->node);
-	spin_unlock(&rseq_slice_tasks_lock);
+	raw_spin_unlock(&rseq_slice_tasks_lock);
 	/* rseq_slice_task_free() counts the old one out. */
 	atomic_inc(&rseq_slice_nr_threads);
 	if (st->w.merged)
@@ -322,9 +327,9 @@ bool rseq_slice_task_unregister_current(void)
 	if (likely(!st))
 		return false;
 
-	spin_lock(&rseq_slice_tasks_lock);
+	raw_spin_lock(&rseq_slice_tasks_lock);
 	hash_del_rcu(&st->node);
-	spin_unlock(&rseq_slice_tasks_lock);
+	raw_spin_unlock(&rseq_slice_tasks_lock);
 
 	/* A grant refers to the control word: end it before the unpin. */
 	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
@@ -359,12 +364,12 @@ void rseq_slice_task_unregister_all(void)
 	struct hlist_node *tmp;
 	unsigned int bkt;
 
-	spin_lock(&rseq_slice_tasks_lock);
+	raw_spin_lock(&rseq_slice_tasks_lock);
 	hash_for_each_safe(rseq_slice_tasks, bkt, tmp, st, node) {
 		hash_del_rcu(&st->node);
 		rseq_slice_task_free(st);
 	}
-	spin_unlock(&rseq_slice_tasks_lock);
+	raw_spin_unlock(&rseq_slice_tasks_lock);
 }
 
 /*

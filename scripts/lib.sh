@@ -321,6 +321,12 @@ rs_kernel() {
 		rs_debian_meta linux-image-amd64 "$1" ;;
 	6.12)
 		rs_debian_meta linux-image-6.12-amd64 "$1" ;;
+	6.1-cloud|6.1-rt)
+		# Debian 12's other flavours: the cloud images' kernel and
+		# PREEMPT_RT, same source and compiler as the generic one.
+		rs_debian_meta "linux-image-${1#6.1-}-amd64" "$1" ;;
+	6.12-cloud|6.12-rt)
+		rs_debian_meta "linux-image-6.12-${1#6.12-}-amd64" "$1" ;;
 	trixie|sid)
 		# Built by compilers this host lacks (gcc-14, gcc-16): their
 		# headers and the module's build live in a chroot of the suite.

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The few kernel interfaces that changed names between the kernels this
- * module supports (6.1, 6.12 and 7.2). Detected by the macro's presence,
+ * module supports (6.1, 6.12 and 7.2); what differs by architecture is in
+ * arch/ARCH/arch.h, included last. Detected by the macro's presence,
  * not by version numbers, so that a backport does not break the build,
  * except where nothing but the version tells.
  */
@@ -13,23 +14,42 @@
 #include <linux/sched.h>
 #include <linux/version.h>
 
-/* Renamed in 6.7; both are macros on x86-64. */
-#ifndef ftrace_regs_set_instruction_pointer
+/*
+ * Renamed in 6.7: a macro on x86-64 under either name, an inline function
+ * on arm64 under the new one (the old one is the generic empty macro).
+ */
+#if !defined(ftrace_regs_set_instruction_pointer) && defined(ftrace_instruction_pointer_set)
 #define ftrace_regs_set_instruction_pointer(fregs, ip) \
 	ftrace_instruction_pointer_set(fregs, ip)
 #endif
 
 /*
- * The registers an ftrace trampoline saved, as a struct pt_regs: x86-64
- * keeps one at the start of struct ftrace_regs on every kernel here,
- * reached through arch_ftrace_regs() on 6.12 and 7.2, directly on 6.1.
- * Without FTRACE_OPS_FL_SAVE_REGS only the argument registers, ip, sp
- * and bp are set.
+ * Hooks that change where the hooked function returns to (IPMODIFY):
+ * with DYNAMIC_FTRACE_WITH_ARGS (x86-64; arm64 since 6.2) the trampoline
+ * honours an ip set in struct ftrace_regs without saving every register;
+ * without it (arm64 on 6.1) only a full struct pt_regs (SAVE_REGS) is
+ * read back, and ftrace_instruction_pointer_set() is an empty stub there.
  */
-#ifdef arch_ftrace_regs
-#define rseq_slice_fregs_pt_regs(fregs)	(&arch_ftrace_regs(fregs)->regs)
+#ifdef CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS
+#define RSEQ_SLICE_FTRACE_IP_FLAGS	FTRACE_OPS_FL_IPMODIFY
+#define rseq_slice_fregs_set_ip(fregs, ip) ftrace_regs_set_instruction_pointer(fregs, ip)
 #else
-#define rseq_slice_fregs_pt_regs(fregs)	(&(fregs)->regs)
+#define RSEQ_SLICE_FTRACE_IP_FLAGS	(FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_SAVE_REGS)
+#define rseq_slice_fregs_set_ip(fregs, ip) instruction_pointer_set(ftrace_get_regs(fregs), ip)
+#endif
+
+/*
+ * Hooks that read the hooked function's arguments and may change its ip:
+ * from saved registers where the kernel can save them all (x86-64; arm64
+ * on 6.1), else (arm64 on 6.12, which has no DYNAMIC_FTRACE_WITH_REGS)
+ * from struct ftrace_regs, whose accessors 6.1 lacks.
+ */
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
+#define RSEQ_SLICE_FTRACE_ARG_FLAGS	(FTRACE_OPS_FL_IPMODIFY | FTRACE_OPS_FL_SAVE_REGS)
+#define rseq_slice_fregs_arg(fregs, n)	regs_get_kernel_argument(ftrace_get_regs(fregs), n)
+#else
+#define RSEQ_SLICE_FTRACE_ARG_FLAGS	FTRACE_OPS_FL_IPMODIFY
+#define rseq_slice_fregs_arg(fregs, n)	ftrace_regs_get_argument(fregs, n)
 #endif
 
 /*
@@ -88,24 +108,6 @@ static inline void rseq_slice_hrtimer_setup(struct hrtimer *timer,
 #define rseq_slice_resched_pending()	need_resched()
 #endif
 
-/*
- * Linux 7.2 inlined syscall_trace_enter() into the system call entry
- * (noinstr): a holder's system call is seen at the out-of-line pieces of
- * its entry work instead (hooks.c), reached through the
- * SYSCALL_WORK_SYSCALL_TRACEPOINT bit, where 6.1 and 6.12 use
- * SYSCALL_WORK_SYSCALL_AUDIT to reach syscall_trace_enter(). Only the
- * version tells: the inlining left no macro behind. The module knows the
- * 7.2 entry and exit code it was written against and no later one
- * (symbols.c refuses another 7.x at load).
- */
-#if LINUX_VERSION_MAJOR > 7 || (LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL >= 2)
-#define RSEQ_SLICE_ENTRY_INLINED	1
-#define RSEQ_SLICE_ENTRY_KNOWN		(LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL == 2)
-#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_TRACEPOINT
-#else
-#define RSEQ_SLICE_ENTRY_INLINED	0
-#define RSEQ_SLICE_ENTRY_KNOWN		0
-#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_AUDIT
-#endif
+#include "arch.h"
 
 #endif /* RSEQ_SLICE_COMPAT_H */

@@ -18,7 +18,6 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/entry-common.h>
 #include <linux/lockdep.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
@@ -41,7 +40,7 @@
  * (on 7.2 either request, the lazy one too; see compat.h). 7.2's _TIF_RSEQ
  * is part of it, as in upstream's own rule.
  */
-#define RSEQ_SLICE_DENY_WORK	(EXIT_TO_USER_MODE_WORK & ~RSEQ_SLICE_TIF_RESCHED)
+#define RSEQ_SLICE_DENY_WORK	(RSEQ_SLICE_EXIT_WORK & ~RSEQ_SLICE_TIF_RESCHED)
 
 struct rseq_slice_cpu {
 	struct hrtimer timer;		/* ends the grant at its expiry */
@@ -258,7 +257,7 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	 */
 	WRITE_ONCE(*ctrl, READ_ONCE(*ctrl) & ~(RSEQ_SLICE_EXT_REQUEST | c->w->granted));
 	if (c->entry_work && !rseq_slice_entry_work_wanted())
-		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT, &task_thread_info(holder)->syscall_work);
+		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT, rseq_slice_entry_work_word(task_thread_info(holder)));
 	/* Cannot be running: it would run on this CPU, with irqs on. */
 	hrtimer_try_to_cancel(&c->timer);
 	__this_cpu_write(rseq_slice_holder, NULL);
@@ -321,15 +320,15 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
 	w->yielded = false;
 	/*
 	 * Any system call while granted must be seen at its entry. On 6.1
-	 * and 6.12 audit's work bit makes the entry path call
-	 * syscall_trace_enter(), which hooks.c intercepts; with no audit
+	 * and 6.12 audit's work bit (arm64: its thread flag) makes the entry
+	 * path call syscall_trace_enter(), which hooks.c intercepts; with no audit
 	 * context audit itself does nothing for it. On 7.2 the tracepoint's
 	 * bit makes it call trace_syscall_enter(), hooks.c's last entry
 	 * hook, which with no probe on sys_enter only returns. If the bit
 	 * was set already (audit, or a sys_enter probe), it stays.
 	 */
 	c->entry_work = !test_and_set_bit(RSEQ_SLICE_ENTRY_WORK_BIT,
-					  &current_thread_info()->syscall_work);
+					  rseq_slice_entry_work_word(current_thread_info()));
 	/*
 	 * Defer the reschedule: the timer or the grant's end brings it
 	 * back. On 7.2 this clears the lazy request too.

@@ -77,7 +77,7 @@ static noinline void notrace rseq_slice_schedule_skipped(void)
 /*
  * The exit-to-user loop is about to call schedule() for current (@kind
  * says which return path it serves). Preemption disabled, interrupts
- * enabled. Returns true if current got a grant: schedule() is skipped.
+ * enabled (arm64's 6.1: disabled). Returns true if current got a grant: schedule() is skipped.
  */
 static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_regs *fregs)
 {
@@ -126,15 +126,15 @@ static noinline void notrace rseq_slice_schedule_exit(unsigned long ip, unsigned
 		return;
 	kind = rseq_slice_exit_caller(parent_ip);
 	if (kind != RSEQ_SLICE_EXIT_OTHER && rseq_slice_exit_to_user(kind, fregs))
-		ftrace_regs_set_instruction_pointer(fregs,
-						    (unsigned long)rseq_slice_schedule_skipped);
+		rseq_slice_fregs_set_ip(fregs, (unsigned long)rseq_slice_schedule_skipped);
 	ftrace_test_recursion_unlock(bit);
 }
 
 /*
  * schedule() entry, any caller, any task: interrupts and preemption as
- * the caller had them (the exit loop: both enabled), never in interrupt
- * context. Must stay cheap for callers other than the exit loop: the ops
+ * the caller had them (the exit loop: preemption enabled, interrupts
+ * too but on arm64's 6.1, whose do_notify_resume() calls schedule() with
+ * them masked), never in interrupt context. Must stay cheap for callers other than the exit loop: the ops
  * do not ask ftrace for recursion protection (FTRACE_OPS_FL_RECURSION
  * would route every call through ftrace's assist function first), so
  * every other caller costs the two inlined compares and nothing else.
@@ -147,21 +147,23 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 }
 
 /*
- * No FTRACE_OPS_FL_SAVE_REGS: the trampoline then saves only the argument
- * registers, ip, sp and bp (about 25 instructions less on every call of
- * schedule()), and still returns to whatever ip the hook sets, as
- * livepatch's own ops rely on (x86-64 has DYNAMIC_FTRACE_WITH_ARGS).
+ * No FTRACE_OPS_FL_SAVE_REGS where the kernel has DYNAMIC_FTRACE_WITH_ARGS
+ * (x86-64, arm64 on 6.12): the trampoline then saves only the argument
+ * registers, ip, sp and the frame pointer (about 25 instructions less on
+ * every call of schedule() on x86-64), and still returns to whatever ip
+ * the hook sets, as livepatch's own ops rely on. arm64's 6.1 needs them
+ * (compat.h).
  */
 static struct ftrace_ops rseq_slice_schedule_ops = {
 	.func = rseq_slice_schedule_hook,
-	.flags = FTRACE_OPS_FL_IPMODIFY,
+	.flags = RSEQ_SLICE_FTRACE_IP_FLAGS,
 };
 
 /*
  * Which yield, if any, is this system call: RSEQ_SLICE_IOC_YIELD on our
  * device, or merged upstream's rseq_slice_yield() (471, the same number
- * for 64-bit and ia32 callers), from a 64-bit or a 32-bit (ia32) thread?
- * x32 calls are not recognised: foreign. Process context, preemption
+ * for 64-bit and 32-bit callers), from a 64-bit or a 32-bit (ia32,
+ * AArch32) thread? x32 calls are not recognised: foreign. Process context, preemption
  * disabled by the hook: an RCU read side, under which the descriptor's
  * file is looked at without a reference (fget() and fput() cost a
  * yield two atomic operations and an RCU section of their own). A file
@@ -172,22 +174,14 @@ static struct ftrace_ops rseq_slice_schedule_ops = {
  */
 static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
 {
-	long nr = syscall_get_nr(current, regs);
-	/* The first two arguments, as syscall_get_arguments() reads them. */
-	unsigned long fd = regs->di, cmd = regs->si;
-	int nr_ioctl = __NR_ioctl;
+	long nr = syscall_get_nr(current, regs), nr_ioctl;
+	unsigned long fd, cmd;
 	struct file *file;
 
 	lockdep_assert_preemption_disabled();
 	if (nr == RSEQ_SLICE_NR_YIELD)
 		return RSEQ_SLICE_CALL_MERGED;
-#ifdef CONFIG_IA32_EMULATION
-	if (in_ia32_syscall()) {
-		nr_ioctl = __NR_ia32_ioctl;
-		fd = regs->bx;
-		cmd = regs->cx;
-	}
-#endif
+	nr_ioctl = rseq_slice_ioctl_args(regs, &fd, &cmd);
 	if (nr != nr_ioctl || (unsigned int)cmd != RSEQ_SLICE_IOC_YIELD)
 		return RSEQ_SLICE_CALL_OTHER;
 	file = files_lookup_fd_raw(current->files, (unsigned int)fd);
@@ -233,7 +227,7 @@ static struct ftrace_ops rseq_slice_syscall_ops = {
 	.func = rseq_slice_syscall_hook,
 };
 
-#if !RSEQ_SLICE_ENTRY_INLINED
+#if !RSEQ_SLICE_YIELD_STUB
 /*
  * syscall_exit_to_user_mode_prepare() entry: the way out of every system
  * call of every task, interrupts and preemption enabled, before ptrace,
@@ -291,12 +285,12 @@ static struct ftrace_ops rseq_slice_yield_ops = {
  * given on the way to user space). Unload waits for an RCU Tasks grace
  * period before this text goes (see rseq_slice_merged_exit()).
  */
-static long notrace rseq_slice_sys_yielded(const struct pt_regs *unused)
+static long notrace rseq_slice_sys_yielded(RSEQ_SLICE_YIELD_STUB_PARAMS)
 {
 	return 1;
 }
 
-static long notrace rseq_slice_sys_not_yielded(const struct pt_regs *unused)
+static long notrace rseq_slice_sys_not_yielded(RSEQ_SLICE_YIELD_STUB_PARAMS)
 {
 	return 0;
 }
@@ -311,22 +305,25 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 	struct rseq_slice_task *st;
 	int bit;
 
+	/* arm64's sys_ni_syscall() answers every unimplemented number. */
+	if (!rseq_slice_yield_stub_call())
+		return;
 	/* Disables preemption: an RCU-sched read side for the lookup. */
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
 	st = rseq_slice_task_find(current);
 	if (st && st->w.merged && !rseq_slice_task_area_moved(st))
-		ftrace_regs_set_instruction_pointer(fregs, rseq_slice_grant_yielded(&st->w) ?
-						    (unsigned long)rseq_slice_sys_yielded :
-						    (unsigned long)rseq_slice_sys_not_yielded);
+		rseq_slice_fregs_set_ip(fregs, rseq_slice_grant_yielded(&st->w) ?
+					(unsigned long)rseq_slice_sys_yielded :
+					(unsigned long)rseq_slice_sys_not_yielded);
 	ftrace_test_recursion_unlock(bit);
 }
 
-/* Only the ip is changed: no full registers, as for schedule(). */
+/* Only the ip is changed: full registers only where needed, as for schedule(). */
 static struct ftrace_ops rseq_slice_yield_ops = {
 	.func = rseq_slice_yield_hook,
-	.flags = FTRACE_OPS_FL_IPMODIFY,
+	.flags = RSEQ_SLICE_FTRACE_IP_FLAGS,
 };
 #endif
 
@@ -766,13 +763,7 @@ static const char * const rseq_slice_syscall_names[] = {
 	NULL
 };
 
-static const char * const rseq_slice_yield_names[] = {
-	"__x64_sys_rseq_slice_yield",
-#ifdef CONFIG_IA32_EMULATION
-	"__ia32_sys_rseq_slice_yield",
-#endif
-	NULL
-};
+static const char * const rseq_slice_yield_names[] = { RSEQ_SLICE_YIELD_STUB_NAMES NULL };
 
 static int rseq_slice_set_syscall_filters(void)
 {
@@ -784,7 +775,14 @@ static int rseq_slice_set_syscall_filters(void)
 #else
 static int rseq_slice_set_syscall_filters(void)
 {
-	static const char * const yield_names[] = { "syscall_exit_to_user_mode_prepare", NULL };
+	static const char * const yield_names[] = {
+#if RSEQ_SLICE_YIELD_STUB
+		RSEQ_SLICE_YIELD_STUB_NAMES
+#else
+		"syscall_exit_to_user_mode_prepare",
+#endif
+		NULL
+	};
 	/* 6.1 has only a constant-propagated copy of the static function. */
 	static const char * const syscall_names[] = {
 		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
@@ -799,7 +797,7 @@ static int rseq_slice_set_syscall_filters(void)
 int rseq_slice_hooks_init(const struct file_operations *fops)
 {
 	static const char * const schedule_names[] = { "schedule", NULL };
-	static const char * const signal_names[] = { "arch_do_signal_or_restart", NULL };
+	static const char * const signal_names[] = { RSEQ_SLICE_SIGNAL_FUNC, NULL };
 	struct rseq_slice_tp_want want[] = {
 		{ "sched_switch", &rseq_slice_tp_switch },
 		{ "sched_process_exit", &rseq_slice_tp_exit },

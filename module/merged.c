@@ -133,17 +133,15 @@ static int rseq_slice_prctl(int option, unsigned long arg2, unsigned long arg3,
 static void notrace rseq_slice_prctl_hook(unsigned long ip, unsigned long parent_ip,
 					  struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	struct pt_regs *regs = ftrace_get_regs(fregs);
-
-	if (likely((int)regs->di != PR_RSEQ_SLICE_EXTENSION))
+	if (likely((int)rseq_slice_fregs_arg(fregs, 0) != PR_RSEQ_SLICE_EXTENSION))
 		return;
 	atomic_inc(&rseq_slice_prctl_inflight);
-	ftrace_regs_set_instruction_pointer(fregs, (unsigned long)rseq_slice_prctl);
+	rseq_slice_fregs_set_ip(fregs, (unsigned long)rseq_slice_prctl);
 }
 
 static struct ftrace_ops rseq_slice_prctl_ops = {
 	.func = rseq_slice_prctl_hook,
-	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+	.flags = RSEQ_SLICE_FTRACE_ARG_FLAGS,
 };
 
 /*

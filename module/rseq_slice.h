@@ -4,6 +4,7 @@
  * layers: each file calls only the files of the sections above its own.
  *
  *   params.c, symbols.c	module parameters; where the exit paths are
+ *   arch/ARCH/exit.c		the architecture's exit paths (with arch.h)
  *   grant.c			a grant on a bare control word, its timer, counters
  *   task.c			registrations: which thread, which word, pinned
  *   hooks.c			the kernel hooks, arming them, the enabled switch
@@ -73,6 +74,25 @@ enum rseq_slice_exit {
 int rseq_slice_symbols_init(void);
 unsigned long rseq_slice_symbol(const char *name);
 enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip);
+bool rseq_slice_symbol_range(const char *name, unsigned long *start, unsigned long *end);
+bool rseq_slice_range_of(const char *name, unsigned long *start, unsigned long *end);
+enum rseq_slice_exit rseq_slice_range_kind(unsigned long addr);
+
+/*
+ * arch/ARCH/exit.c: the functions that call schedule() from the exit loop
+ * (symbols.c resolves their ranges), the check that this kernel's layout
+ * is one the module knows (0 or -EOPNOTSUPP, after the ranges are
+ * resolved), and the path a shared caller is on (below).
+ */
+struct rseq_slice_exit_func {
+	const char *name;
+	enum rseq_slice_exit kind;
+};
+
+#define RSEQ_SLICE_MAX_EXIT_FUNCS	8
+extern const struct rseq_slice_exit_func rseq_slice_exit_funcs[];
+extern const unsigned int rseq_slice_nr_exit_funcs;
+int rseq_slice_exit_layout_check(bool irq, bool shared_or_direct);
 
 /* A piece of kernel text: [lo, lo + size). Empty when size is 0. */
 struct rseq_slice_box {
@@ -109,7 +129,8 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs);
 
 /*
  * The return path @kind names, or for a caller that serves both (6.1's
- * exit_to_user_mode_prepare()) the one the unwinder finds. Inline: on
+ * exit_to_user_mode_prepare(), arm64's do_notify_resume()) the one its
+ * caller's frame tells (arch/ARCH/exit.c). Inline: on
  * every other kernel this is one compare, and the unwinder's state (zeroed
  * on entry by the kernel's automatic variable initialisation, whether
  * used or not) is set up only where it is needed.

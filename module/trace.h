@@ -21,7 +21,7 @@ TRACE_EVENT(rseq_slice_grant,
 	    TP_STRUCT__entry(__field(pid_t, pid) __field(u32, grant_ns)
 			     __field(unsigned long, ip)),
 	    TP_fast_assign(__entry->pid = pid; __entry->grant_ns = grant_ns;
-			   __entry->ip = task_pt_regs(current)->ip;),
+			   __entry->ip = instruction_pointer(task_pt_regs(current));),
 	    TP_printk("pid=%d grant_ns=%u ip=0x%lx", __entry->pid, __entry->grant_ns,
 		      __entry->ip)
 );

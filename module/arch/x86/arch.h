@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * x86-64: what the shared mechanism needs to know of the architecture's
+ * entry and exit code (included by compat.h). The exit paths themselves
+ * are arch/x86/exit.c's.
+ */
+#ifndef RSEQ_SLICE_ARCH_H
+#define RSEQ_SLICE_ARCH_H
+
+#include <linux/entry-common.h>
+#include <linux/ptrace.h>
+#include <linux/thread_info.h>
+#include <asm/syscall.h>
+#include <asm/unistd.h>
+
+/*
+ * The registers an ftrace trampoline saved, as a struct pt_regs: x86-64
+ * keeps one at the start of struct ftrace_regs on every kernel here,
+ * reached through arch_ftrace_regs() on 6.12 and 7.2, directly on 6.1.
+ * Without FTRACE_OPS_FL_SAVE_REGS only the argument registers, ip, sp
+ * and bp are set.
+ */
+#ifdef arch_ftrace_regs
+#define rseq_slice_fregs_pt_regs(fregs)	(&arch_ftrace_regs(fregs)->regs)
+#else
+#define rseq_slice_fregs_pt_regs(fregs)	(&(fregs)->regs)
+#endif
+
+/*
+ * Linux 7.2 inlined syscall_trace_enter() into the system call entry
+ * (noinstr): a holder's system call is seen at the out-of-line pieces of
+ * its entry work instead (hooks.c), reached through the
+ * SYSCALL_WORK_SYSCALL_TRACEPOINT bit, where 6.1 and 6.12 use
+ * SYSCALL_WORK_SYSCALL_AUDIT to reach syscall_trace_enter(). Only the
+ * version tells: the inlining left no macro behind. The module knows the
+ * 7.2 entry and exit code it was written against and no later one
+ * (symbols.c refuses another 7.x at load).
+ */
+#if LINUX_VERSION_MAJOR > 7 || (LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL >= 2)
+#define RSEQ_SLICE_ENTRY_INLINED	1
+#define RSEQ_SLICE_ENTRY_KNOWN		(LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL == 2)
+#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_TRACEPOINT
+#else
+#define RSEQ_SLICE_ENTRY_INLINED	0
+#define RSEQ_SLICE_ENTRY_KNOWN		0
+#define RSEQ_SLICE_ENTRY_WORK_BIT	SYSCALL_WORK_BIT_SYSCALL_AUDIT
+#endif
+
+/* Exit work that forbids a grant, the reschedule requests aside (grant.c). */
+#define RSEQ_SLICE_EXIT_WORK		EXIT_TO_USER_MODE_WORK
+
+/* The word holding RSEQ_SLICE_ENTRY_WORK_BIT: generic entry's syscall work. */
+#define rseq_slice_entry_work_word(ti)	(&(ti)->syscall_work)
+
+/* Signal delivery on the way to user space, hooked at its entry. */
+#define RSEQ_SLICE_SIGNAL_FUNC		"arch_do_signal_or_restart"
+
+/*
+ * How merged upstream's rseq_slice_yield() is answered (hooks.c): on 6.x
+ * by fixing the -ENOSYS result of system call 471 on the way out
+ * (syscall_exit_to_user_mode_prepare()); on 7.2 by replacing the weak
+ * stubs that number's table entries call, which only 471 reaches.
+ */
+#define RSEQ_SLICE_YIELD_STUB		RSEQ_SLICE_ENTRY_INLINED
+#define RSEQ_SLICE_YIELD_STUB_PARAMS	const struct pt_regs *unused
+#define RSEQ_SLICE_YIELD_STUB_NAMES	"__x64_sys_rseq_slice_yield", \
+					RSEQ_SLICE_YIELD_STUB_IA32
+#ifdef CONFIG_IA32_EMULATION
+#define RSEQ_SLICE_YIELD_STUB_IA32	"__ia32_sys_rseq_slice_yield",
+#else
+#define RSEQ_SLICE_YIELD_STUB_IA32
+#endif
+#define rseq_slice_yield_stub_call()	true
+
+/*
+ * The ioctl's number for current's system call convention, with the call's
+ * first two arguments in @fd and @cmd, as syscall_get_arguments() reads
+ * them: a 64-bit call's di and si, an ia32 call's bx and cx. x32 calls
+ * are not told apart: their ioctl is foreign.
+ */
+static __always_inline long rseq_slice_ioctl_args(const struct pt_regs *regs,
+						  unsigned long *fd, unsigned long *cmd)
+{
+#ifdef CONFIG_IA32_EMULATION
+	if (in_ia32_syscall()) {
+		*fd = regs->bx;
+		*cmd = regs->cx;
+		return __NR_ia32_ioctl;
+	}
+#endif
+	*fd = regs->di;
+	*cmd = regs->si;
+	return __NR_ioctl;
+}
+
+#endif /* RSEQ_SLICE_ARCH_H */

@@ -15,9 +15,17 @@ static void notrace ipmodify_hog_fn(unsigned long ip, unsigned long parent_ip,
 {
 }
 
+/*
+ * Saved registers where the kernel can save them all; arm64's 6.12 cannot
+ * (no DYNAMIC_FTRACE_WITH_REGS) and refuses an ops that asks.
+ */
 static struct ftrace_ops ipmodify_hog_ops = {
 	.func = ipmodify_hog_fn,
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_REGS
 	.flags = FTRACE_OPS_FL_SAVE_REGS | FTRACE_OPS_FL_IPMODIFY,
+#else
+	.flags = FTRACE_OPS_FL_IPMODIFY,
+#endif
 };
 
 static int __init ipmodify_hog_init(void)

@@ -999,7 +999,12 @@ TEST(lifecycle_exec_drops)
 	}
 }
 
-/* Local timer interrupts taken so far by @cpu (/proc/interrupts, "LOC:"). */
+/*
+ * Local timer interrupts taken so far by @cpu, from /proc/interrupts: the
+ * "LOC:" line on x86 (the local APIC timer); on arm64 the per-CPU
+ * interrupt named "arch_timer" (the generic timer's, "NN: counts... GICv2
+ * 27 Level arch_timer"). -1 if there is none.
+ */
 static long long local_timer_irqs(int cpu)
 {
 	char line[4096];
@@ -1014,9 +1019,18 @@ static long long local_timer_irqs(int cpu)
 
 		while (*p == ' ')
 			p++;
+#if defined(__aarch64__)
+		if (!strstr(p, " arch_timer"))
+			continue;
+		p = strchr(p, ':');
+		if (!p)
+			continue;
+		p++;
+#else
 		if (strncmp(p, "LOC:", 4))
 			continue;
 		p += 4;
+#endif
 		for (i = 0; i <= cpu; i++)
 			v = strtoll(p, &p, 10);
 		break;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * librseq-slice: the backend choice and the TSC calibration. Everything
- * a critical section runs is inline, in rseq_slice.h.
+ * librseq-slice: the backend choice and the counter calibration.
+ * Everything a critical section runs is inline, in rseq_slice.h.
  */
 #define _GNU_SOURCE
 #include "rseq_slice.h"
@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,8 +29,32 @@
 #define ORIG_RSEQ_SIZE		32
 #define RSEQ_UNREGISTER		1
 
+/*
+ * rseq_slice_tsc_calibrate() and rseq_slice_tsc_per_ns stay exported
+ * (librseq-slice.so.1's ABI is unchanged) but are declared in no public
+ * header any more: the clock the tests and benchmarks read is theirs
+ * (selftests/clock.h), and must be the counter read here.
+ */
 double rseq_slice_tsc_per_ns;
+double rseq_slice_tsc_calibrate(uint64_t ns);
 __thread struct rseq_slice_tls rseq_slice_tls;
+
+/* The CPU's free-running counter: the TSC, or arm64's virtual counter. */
+static uint64_t read_counter(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+#elif defined(__aarch64__)
+	uint64_t v;
+
+	/* ISB: not read ahead of the instructions before it. */
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
+	return v;
+#endif
+}
 
 static uint64_t mono_ns(void)
 {
@@ -47,10 +73,10 @@ double rseq_slice_tsc_calibrate(uint64_t ns)
 	if (!ns)
 		ns = 20000000;
 	t0 = mono_ns();
-	c0 = rseq_slice_rdtsc();
+	c0 = read_counter();
 	while ((t1 = mono_ns()) - t0 < ns)
 		;
-	c1 = rseq_slice_rdtsc();
+	c1 = read_counter();
 	/* Racing threads compute about the same value: either store is fine. */
 	rseq_slice_tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
 	return rseq_slice_tsc_per_ns;
@@ -82,18 +108,6 @@ static unsigned int own_area_len(void)
 	return len <= AREA_SIZE ? (unsigned int)len : 0;
 }
 
-static char *thread_pointer(void)
-{
-	char *tp;
-
-#ifdef __x86_64__
-	__asm__ ("mov %%fs:0, %0" : "=r" (tp));
-#else
-	__asm__ ("mov %%gs:0, %0" : "=r" (tp));
-#endif
-	return tp;
-}
-
 static int sys_rseq(void *area, unsigned int len, int flags)
 {
 	return syscall(SYS_rseq, area, len, flags, RSEQ_SLICE_RSEQ_SIG) ? -errno : 0;
@@ -106,7 +120,7 @@ static int try_kernel(struct rseq_slice_tls *t)
 	int ret;
 
 	if (__rseq_size) {
-		area = thread_pointer() + __rseq_offset;
+		area = (char *)rseq_slice_arch_thread_pointer() + __rseq_offset;
 	} else {
 		own_len = own_area_len();
 		if (!own_len)
@@ -190,31 +204,83 @@ void rseq_slice_fini(void)
 	t->mod.fd = -1;
 }
 
+/*
+ * RSEQ_SLICE_BACKEND: the backends this process may use. Unset, empty or
+ * "auto": any (rseq_slice_init()'s own choice); "none": none, the program
+ * runs as if the machine had no extension; "kernel" ("merged",
+ * "upstream") or "module" ("ioctl", "device"): only that one. Anything
+ * else is said once on stderr and read as "auto". Read at every
+ * rseq_slice_init() (not a hot path), so a program may set it itself.
+ */
+static enum rseq_slice_backend env_backend(void)
+{
+	static int warned;
+	const char *v = getenv("RSEQ_SLICE_BACKEND");
+	enum rseq_slice_backend b;
+	char msg[256];
+	int n;
+
+	if (!v || !*v)
+		return RSEQ_SLICE_BACKEND_AUTO;
+	if (!rseq_slice_backend_parse(v, &b))
+		return b;
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return RSEQ_SLICE_BACKEND_AUTO;
+	/* write(), not stdio: the interposer calls this from a lock wrapper. */
+	n = snprintf(msg, sizeof(msg), "librseq-slice: RSEQ_SLICE_BACKEND=%.64s: not auto, none, "
+		     "kernel (merged, upstream) or module (ioctl, device); using auto\n", v);
+	if (n > 0 && write(2, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		return RSEQ_SLICE_BACKEND_AUTO;
+	return RSEQ_SLICE_BACKEND_AUTO;
+}
+
+/* What rseq_slice_init(@b) returns where the machine lacks @b. */
+static int absent(enum rseq_slice_backend b)
+{
+	/* prctl() of an unknown option; open() of a missing device. */
+	return b == RSEQ_SLICE_BACKEND_KERNEL ? -EINVAL : -ENOENT;
+}
+
 int rseq_slice_init(enum rseq_slice_backend want)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
-	int ret;
+	enum rseq_slice_backend allowed;
+	int ret, asked = want != RSEQ_SLICE_BACKEND_AUTO;
 
 	if (t->depth)
 		return -EBUSY;	/* inside a critical section */
 	rseq_slice_fini();
+	if (want != RSEQ_SLICE_BACKEND_NONE && want != RSEQ_SLICE_BACKEND_KERNEL &&
+	    want != RSEQ_SLICE_BACKEND_MODULE && want != RSEQ_SLICE_BACKEND_AUTO)
+		return -EINVAL;
+	allowed = env_backend();
+	if (allowed != RSEQ_SLICE_BACKEND_AUTO) {
+		if (want == RSEQ_SLICE_BACKEND_AUTO)
+			want = allowed;
+		else if (want != RSEQ_SLICE_BACKEND_NONE && want != allowed)
+			return absent(want);
+		if (want == RSEQ_SLICE_BACKEND_NONE)
+			return RSEQ_SLICE_BACKEND_NONE;
+	}
 	switch (want) {
 	case RSEQ_SLICE_BACKEND_NONE:
 		return RSEQ_SLICE_BACKEND_NONE;
 	case RSEQ_SLICE_BACKEND_KERNEL:
 		ret = try_kernel(t);
-		return ret ? ret : RSEQ_SLICE_BACKEND_KERNEL;
+		break;
 	case RSEQ_SLICE_BACKEND_MODULE:
 		ret = try_module(t);
-		return ret ? ret : RSEQ_SLICE_BACKEND_MODULE;
-	case RSEQ_SLICE_BACKEND_AUTO:
+		break;
+	default:
 		if (!try_kernel(t))
 			return RSEQ_SLICE_BACKEND_KERNEL;
 		if (!try_module(t))
 			return RSEQ_SLICE_BACKEND_MODULE;
 		return RSEQ_SLICE_BACKEND_NONE;
 	}
-	return -EINVAL;
+	if (ret)	/* "auto" narrowed by the environment ends on "none" */
+		return asked ? ret : RSEQ_SLICE_BACKEND_NONE;
+	return want;
 }
 
 static const char *const names[] = {
@@ -240,9 +306,14 @@ int rseq_slice_backend_parse(const char *name, enum rseq_slice_backend *b)
 		*b = RSEQ_SLICE_BACKEND_AUTO;
 		return 0;
 	}
-	/* The benchmarks' name for the kernel's own implementation. */
-	if (!strcmp(name, "upstream")) {
+	/* The benchmarks' name for the kernel's own implementation, and another. */
+	if (!strcmp(name, "upstream") || !strcmp(name, "merged")) {
 		*b = RSEQ_SLICE_BACKEND_KERNEL;
+		return 0;
+	}
+	/* The module's v1 ioctls on its device. */
+	if (!strcmp(name, "ioctl") || !strcmp(name, "device")) {
+		*b = RSEQ_SLICE_BACKEND_MODULE;
 		return 0;
 	}
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {

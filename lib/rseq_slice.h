@@ -8,12 +8,12 @@
  * 1. The v1 protocol on a bare control word (registered with
  *    RSEQ_SLICE_IOC_ENABLE): rseq_slice_word_request(), the CPU-local
  *    test-and-clear rseq_slice_word_test_clear() and the whole end of a
- *    section, rseq_slice_word_end(). Inline, x86 (64 and 32 bit).
+ *    section, rseq_slice_word_end(). Inline; the few instructions they
+ *    need are in rseq_slice/x86.h (x86-64, i386) and rseq_slice/arm64.h
+ *    (AArch64).
  * 2. The same, nestable, on a struct rseq_slice_thread (the helpers that
  *    used to live in the uapi header).
- * 3. A TSC clock for code that must not enter the kernel inside a
- *    critical section (a system call there ends a grant).
- * 4. The backend API: rseq_slice_init() picks, per thread, the kernel's
+ * 3. The backend API: rseq_slice_init() picks, per thread, the kernel's
  *    own feature (Linux 7.x: prctl(PR_RSEQ_SLICE_EXTENSION) and the
  *    slice_ctrl word of struct rseq), else rseq_slice.ko's ioctls, else
  *    none; rseq_slice_cs_begin()/rseq_slice_cs_end() then work the same
@@ -26,8 +26,12 @@
 #include <stdint.h>
 #include <linux/rseq_slice.h>
 
-#if !defined(__x86_64__) && !defined(__i386__)
-#error "librseq-slice supports x86 only"
+#if defined(__x86_64__) || defined(__i386__)
+#include "rseq_slice/x86.h"
+#elif defined(__aarch64__)
+#include "rseq_slice/arm64.h"
+#else
+#error "librseq-slice supports x86 (64 and 32 bit) and arm64 only"
 #endif
 
 #ifdef __cplusplus
@@ -41,22 +45,7 @@ extern "C" {
 /* RSEQ_SLICE_IOC_YIELD on @fd: 1 if it ended a live grant, 0, or -errno. */
 static inline long rseq_slice_yield_fd(int fd)
 {
-	long ret;
-
-#ifdef __x86_64__
-	/* __NR_ioctl is 16 on x86-64. */
-	__asm__ __volatile__("syscall"
-			     : "=a" (ret)
-			     : "0" (16L), "D" ((long)fd), "S" ((long)RSEQ_SLICE_IOC_YIELD)
-			     : "rcx", "r11", "memory");
-#else
-	/* __NR_ioctl is 54 on i386 (the compat ioctl). */
-	__asm__ __volatile__("int $0x80"
-			     : "=a" (ret)
-			     : "0" (54L), "b" ((long)fd), "c" ((long)RSEQ_SLICE_IOC_YIELD)
-			     : "memory");
-#endif
-	return ret;
+	return rseq_slice_arch_ioctl0(fd, RSEQ_SLICE_IOC_YIELD);
 }
 
 /* --- v1 on a bare control word ------------------------------------------ */
@@ -86,20 +75,15 @@ static inline void rseq_slice_word_request(uint32_t *w)
 
 /*
  * Clear REQUEST; true if it was still set (the section was not
- * interrupted). BTR without LOCK: the kernel writes the word only from
- * the CPU this thread runs on, between two of its instructions, so a
- * CPU-local read-modify-write cannot lose its update.
+ * interrupted). A CPU-local read-modify-write: the kernel writes the word
+ * only from the CPU this thread runs on, on an interrupt's return, and
+ * the architecture's test-and-clear cannot lose that update (see
+ * rseq_slice/x86.h and rseq_slice/arm64.h).
  */
 static inline int rseq_slice_word_test_clear(uint32_t *w)
 {
-	unsigned char was_set;
-
 	rseq_slice_barrier();
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (*w), "=qm" (was_set)
-			     : "Ir" (RSEQ_SLICE_EXT_REQUEST_BIT)
-			     : "cc", "memory");
-	return was_set;
+	return rseq_slice_arch_test_clear(w, RSEQ_SLICE_EXT_REQUEST_BIT);
 }
 
 /*
@@ -150,50 +134,6 @@ static inline int rseq_slice_end(struct rseq_slice_thread *t)
 	return rseq_slice_word_end(&t->ctrl, t->fd);
 }
 
-/* --- a clock without system calls ---------------------------------------- */
-
-/*
- * clock_gettime() is a system call where the vDSO cannot read the clock
- * (the HPET clocksource QEMU's TCG guests end up with): inside a critical
- * section, time comes from the TSC, calibrated once against
- * CLOCK_MONOTONIC by rseq_slice_tsc_calibrate().
- */
-extern double rseq_slice_tsc_per_ns;
-
-static inline uint64_t rseq_slice_rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-/*
- * Measure TSC ticks per ns over @ns of CLOCK_MONOTONIC (0: 20 ms), once:
- * later calls return the first result. Returns rseq_slice_tsc_per_ns.
- */
-double rseq_slice_tsc_calibrate(uint64_t ns);
-
-/* Nanoseconds on the TSC's scale (calibrated first). */
-static inline uint64_t rseq_slice_tsc_ns(void)
-{
-	return (uint64_t)((double)rseq_slice_rdtsc() / rseq_slice_tsc_per_ns);
-}
-
-static inline uint64_t rseq_slice_ns_to_tsc(uint64_t ns)
-{
-	return (uint64_t)((double)ns * rseq_slice_tsc_per_ns);
-}
-
-/* Spin @ns without entering the kernel. */
-static inline void rseq_slice_busy_wait_ns(uint64_t ns)
-{
-	uint64_t end = rseq_slice_rdtsc() + rseq_slice_ns_to_tsc(ns);
-
-	while (rseq_slice_rdtsc() < end)
-		;
-}
-
 /* --- the backend API ------------------------------------------------------ */
 
 enum rseq_slice_backend {
@@ -216,8 +156,8 @@ enum rseq_slice_backend {
 #define RSEQ_SLICE_PR_GET		1	/* PR_RSEQ_SLICE_EXTENSION_GET */
 #define RSEQ_SLICE_PR_SET		2	/* PR_RSEQ_SLICE_EXTENSION_SET */
 #define RSEQ_SLICE_PR_ENABLE		0x01	/* PR_RSEQ_SLICE_EXT_ENABLE */
-#define RSEQ_SLICE_NR_YIELD		471	/* __NR_rseq_slice_yield, x86-64 and i386 */
-#define RSEQ_SLICE_RSEQ_SIG		0x53053053	/* upstream's selftests' RSEQ_SIG */
+#define RSEQ_SLICE_NR_YIELD		471	/* __NR_rseq_slice_yield: x86-64, i386, arm64 */
+#define RSEQ_SLICE_RSEQ_SIG		RSEQ_SLICE_ARCH_RSEQ_SIG	/* upstream's selftests' RSEQ_SIG */
 #define RSEQ_SLICE_CTRL_OFFSET		28	/* offsetof(struct rseq, slice_ctrl) */
 
 /* struct rseq_slice_ctrl of Linux 7.2, at RSEQ_SLICE_CTRL_OFFSET in struct rseq. */
@@ -343,13 +283,7 @@ static inline int rseq_slice_cs_yield(void)
 	if (t->backend == RSEQ_SLICE_BACKEND_MODULE) {
 		ret = rseq_slice_yield_fd(t->mod.fd);
 	} else if (t->backend == RSEQ_SLICE_BACKEND_KERNEL) {
-#ifdef __x86_64__
-		__asm__ __volatile__("syscall" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
-				     : "rcx", "r11", "memory");
-#else
-		__asm__ __volatile__("int $0x80" : "=a" (ret) : "0" ((long)RSEQ_SLICE_NR_YIELD)
-				     : "memory");
-#endif
+		ret = rseq_slice_arch_syscall0(RSEQ_SLICE_NR_YIELD);
 	} else {
 		return RSEQ_SLICE_END_RACED;
 	}

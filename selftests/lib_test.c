@@ -58,9 +58,8 @@ static int kernel_get(void)
 /* The rseq area glibc registered: its cpu_id is kept >= 0 while registered. */
 static int32_t glibc_rseq_cpu_id(void)
 {
-	char *tp;
+	char *tp = rseq_slice_arch_thread_pointer();
 
-	__asm__ ("mov %%fs:0, %0" : "=r" (tp));
 	return __atomic_load_n((int32_t *)(tp + __rseq_offset + 4), __ATOMIC_RELAXED);
 }
 
@@ -121,6 +120,70 @@ TEST_F(lib, backend_auto)
 	EXPECT_EQ(RSEQ_SLICE_BACKEND_NONE, rseq_slice_backend());
 	EXPECT_TRUE(module_get() <= 0);
 	EXPECT_TRUE(kernel_get() <= 0);
+}
+
+/*
+ * RSEQ_SLICE_BACKEND narrows what the library may pick: "none" makes the
+ * machine look bare (an asked-for backend fails as where it is absent),
+ * a backend's name (or alias) leaves only it, "auto" changes nothing, and
+ * a bad value is one line on stderr, once, then "auto".
+ */
+TEST_F(lib, env_backend)
+{
+	static const char *const kernel_names[] = { "kernel", "merged", "upstream" };
+	static const char *const module_names[] = { "module", "ioctl", "device" };
+	int has_module = access(RSEQ_SLICE_DEVICE, F_OK) == 0;
+	char err[512] = "";
+	int fd, saved, i;
+	ssize_t n;
+
+	ASSERT_EQ(0, setenv("RSEQ_SLICE_BACKEND", "none", 1));
+	EXPECT_EQ(RSEQ_SLICE_BACKEND_NONE, rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
+	EXPECT_TRUE(module_get() <= 0);
+	EXPECT_TRUE(kernel_get() <= 0);
+	EXPECT_EQ(-EINVAL, rseq_slice_init(RSEQ_SLICE_BACKEND_KERNEL));
+	EXPECT_EQ(-ENOENT, rseq_slice_init(RSEQ_SLICE_BACKEND_MODULE));
+	EXPECT_EQ(RSEQ_SLICE_BACKEND_NONE, rseq_slice_backend());
+	EXPECT_TRUE(module_get() <= 0);
+	EXPECT_TRUE(kernel_get() <= 0);
+	rseq_slice_cs_begin();
+	EXPECT_EQ(RSEQ_SLICE_END_SUCCESS, rseq_slice_cs_end());
+
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, setenv("RSEQ_SLICE_BACKEND", kernel_names[i], 1));
+		EXPECT_EQ(self->want == RSEQ_SLICE_BACKEND_KERNEL ? RSEQ_SLICE_BACKEND_KERNEL :
+			  RSEQ_SLICE_BACKEND_NONE, rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
+		EXPECT_EQ(-ENOENT, rseq_slice_init(RSEQ_SLICE_BACKEND_MODULE));
+		EXPECT_TRUE(module_get() <= 0);
+		ASSERT_EQ(0, setenv("RSEQ_SLICE_BACKEND", module_names[i], 1));
+		EXPECT_EQ(has_module ? RSEQ_SLICE_BACKEND_MODULE : RSEQ_SLICE_BACKEND_NONE,
+			  rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
+		if (has_module)
+			EXPECT_EQ(1, module_get());
+		EXPECT_EQ(-EINVAL, rseq_slice_init(RSEQ_SLICE_BACKEND_KERNEL));
+		EXPECT_TRUE(kernel_get() <= 0);
+	}
+	ASSERT_EQ(0, setenv("RSEQ_SLICE_BACKEND", "auto", 1));
+	EXPECT_EQ(self->want, rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
+
+	/* A bad value: "auto", said once on stderr. */
+	fd = memfd_create("err", 0);
+	ASSERT_LE(0, fd);
+	saved = dup(2);
+	dup2(fd, 2);
+	ASSERT_EQ(0, setenv("RSEQ_SLICE_BACKEND", "kernle", 1));
+	EXPECT_EQ(self->want, rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
+	EXPECT_EQ(self->want, rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, err, sizeof(err) - 1, 0);
+	close(fd);
+	err[n > 0 ? n : 0] = 0;
+	ksft_print_msg("stderr: %s", err);
+	EXPECT_NE(NULL, strstr(err, "RSEQ_SLICE_BACKEND=kernle"));
+	EXPECT_NE(NULL, strchr(err, '\n'));
+	EXPECT_EQ(strlen(err) - 1, (size_t)(strchr(err, '\n') - err));
+	unsetenv("RSEQ_SLICE_BACKEND");
 }
 
 /*

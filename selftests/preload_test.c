@@ -38,6 +38,7 @@
 #include <sys/wait.h>
 
 #include "rseq_slice.h"
+#include "clock.h"
 #include "kselftest.h"
 
 #define THREADS		4

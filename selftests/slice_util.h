@@ -24,6 +24,7 @@
 
 #include <linux/rseq_slice.h>
 #include <rseq_slice.h>
+#include "clock.h"
 
 #define SLICE_STATS	"/sys/kernel/debug/rseq_slice/stats"
 #define SLICE_PARAMS	"/sys/module/rseq_slice/parameters/"

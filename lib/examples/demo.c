@@ -25,6 +25,32 @@
 
 static volatile int stop;
 
+/*
+ * Work that stays in user space: a system call (even clock_gettime()
+ * where the vDSO cannot read the clock) would end a grant.
+ */
+static void spin(unsigned long n)
+{
+	volatile unsigned long i;
+
+	for (i = 0; i < n; i++)
+		;
+}
+
+/* How many spin() rounds take @ns, measured once outside any section. */
+static unsigned long spins_for_ns(unsigned long ns)
+{
+	struct timespec a, b;
+	unsigned long n = 1UL << 20;
+	double took;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	spin(n);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	took = (b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec);
+	return took > 0 ? (unsigned long)(n * (double)ns / took) + 1 : n;
+}
+
 static void pin_cpu0(void)
 {
 	cpu_set_t set;
@@ -48,7 +74,7 @@ static void *waker(void *arg)
 int main(int argc, char **argv)
 {
 	enum rseq_slice_backend want = RSEQ_SLICE_BACKEND_AUTO;
-	unsigned long seen[8] = { 0 }, sections = 0;
+	unsigned long seen[8] = { 0 }, sections = 0, work;
 	struct timespec start, now;
 	pthread_t thread;
 	int ret;
@@ -70,13 +96,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rseq-slice-demo: no time slice extension here\n");
 		return 1;
 	}
-	rseq_slice_tsc_calibrate(0);
+	work = spins_for_ns(20000);
 	if (pthread_create(&thread, NULL, waker, NULL))
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	do {
 		rseq_slice_cs_begin();
-		rseq_slice_busy_wait_ns(20000);
+		spin(work);
 		ret = rseq_slice_cs_end();
 		sections++;
 		if (ret >= 0 && ret < 8)

@@ -184,8 +184,17 @@ void rsp_configure(void)
 
 	stats_on = v && *v && strcmp(v, "0");
 	v = getenv("RSEQ_SLICE_PRELOAD");
-	if (!v || !*v || !strcmp(v, "1"))
+	if (!v || !*v || !strcmp(v, "1")) {
+		/*
+		 * The library's RSEQ_SLICE_BACKEND, where it names one,
+		 * chooses instead ("auto" stays "kernel": the module's ioctls
+		 * are never the interposer's default).
+		 */
+		v = getenv("RSEQ_SLICE_BACKEND");
+		if (v && !rseq_slice_backend_parse(v, &b) && b != RSEQ_SLICE_BACKEND_AUTO)
+			want = b;
 		return;
+	}
 	if (!strcmp(v, "0")) {
 		rsp_off = 1;
 	} else if (!rseq_slice_backend_parse(v, &b)) {

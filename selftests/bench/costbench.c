@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include <rseq_slice.h>
+#include "../clock.h"
 
 #include "insn_marker.h"
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <rseq_slice.h>
+#include "../clock.h"
 
 #define MAX_SAMPLES	(1 << 20)
 

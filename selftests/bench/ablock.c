@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <rseq_slice.h>
+#include "../clock.h"
 
 static volatile unsigned int lock_word;
 static unsigned long sections = 2000;

@@ -52,7 +52,7 @@ expect() {
 json() {
 	python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
+sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null
 }
 loaded() { grep -q '^rseq_slice ' /proc/modules; }
 
@@ -79,7 +79,12 @@ ab_check() {
 		>"/tmp/$name.table" 2>"/tmp/$name.err" || rc=$?
 	echo "# rseq-slice ab --rounds 5 ... $*"
 	sed 's/^/# /' "/tmp/$name.table"
-	if [ $rc = 0 ]; then ok "$desc: exit 0"; else nok "$desc: exit $rc"; show "/tmp/$name.err"; fi
+	if [ $rc = 0 ]; then
+		ok "$desc: exit 0"
+	else
+		nok "$desc: exit $rc"
+		show "/tmp/$name.err" "$(ls "/tmp/$name.runs/"*.out 2>/dev/null | tail -n 1)"
+	fi
 	if json "/tmp/$name.json" 'd["arms"]["off"]["n"] == 5 and d["arms"]["on"]["n"] == 5 and d["ci"][0] <= d["ratio"] <= d["ci"][1]'; then
 		ok "$desc: the JSON parses, 5 rounds per arm, the ratio inside its interval"
 	else
@@ -112,7 +117,7 @@ ab_check() {
 }
 
 ab_check "ab on cache_bench (ops/s)" cb --warmup 0 --higher-is-better \
-	--metric 'Rough parallel ops/sec: *([0-9.]+)' -- \
+	--metric 'Rough parallel ops/sec = *([0-9.]+)' -- \
 	cache_bench -threads=8 -num_shard_bits=0 -cache_size=8388608 -value_bytes=1024 \
 	-ops_per_thread=20000
 if json /tmp/cb.json 'd["arms"]["on"]["interposer"]["sections"] > 0 and d["metric"].startswith("Rough")'; then

@@ -106,7 +106,7 @@ ab_check() {
 		show "/tmp/$name.err"
 	fi
 	if json "/tmp/$name.json" 'd["arms"]["on"]["counters"]["sgrant"] > 0 and d["arms"]["off"]["counters"]["sgrant"] == 0'; then
-		ok "$desc: grants in the on arm, none in the off arm ($(grep '^o[nf]' "/tmp/$name.table" | awk '{ printf "%s %s; ", $1, $6 }'))"
+		ok "$desc: grants in the on arm, none in the off arm ($(grep '^o[nf]  ' "/tmp/$name.table" | awk '{ printf "%s %s; ", $1, $6 }'))"
 	else
 		nok "$desc: grants: the on arm needs some, the off arm none"
 	fi
@@ -154,7 +154,9 @@ if [ $rc = 7 ]; then ok "run: CMD's exit status (7)"; else nok "run: exit $rc, n
 expect "--rounds 1" 2 "--rounds 1: at least 2 rounds" $RS ab --rounds 1 -- true
 expect "a CMD that is not found" 4 "no-such-program: command not found" \
 	$RS ab -- no-such-program
-expect "a CMD that is not executable" 4 "/etc/hostname: not executable" $RS ab -- /etc/hostname
+printf 'echo hi\n' >/tmp/notexec
+chmod 0644 /tmp/notexec
+expect "a CMD that is not executable" 4 "/tmp/notexec: not executable" $RS ab -- /tmp/notexec
 expect "a metric that does not match" 6 "does not match the output of warm-up 1, arm off" \
 	$RS ab --rounds 2 --metric 'x=([0-9]+)' -- echo y=1
 expect "a metric that captures no number" 6 "captured 'abc', not a number" \

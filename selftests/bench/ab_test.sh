@@ -55,6 +55,9 @@ d = json.load(open(sys.argv[1]))
 sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null
 }
 loaded() { grep -q '^rseq_slice ' /proc/modules; }
+# programs.sh -t, before it in the lane's boot, ends with the module out.
+# shellcheck disable=SC2086 # RS_PARAMS: NAME=VALUE words
+loaded || $BB insmod $MOD $RS_PARAMS
 
 # ---- status ------------------------------------------------------------
 rc=0

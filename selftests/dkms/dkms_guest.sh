@@ -191,6 +191,10 @@ case "$stage" in
 	check "systemd-modules-load inserted it" \
 		sh -c "journalctl -b -o cat | grep \"Inserted module 'rseq_slice'\""
 	perms
+	# rseq-slice-tools (stage 1) recommends rseq-slice-dkms: it goes
+	# first, so that what follows is about the DKMS package alone.
+	check "apt purge rseq-slice-tools" \
+		sh -c "apt-get -q -y purge rseq-slice-tools >$LOG/tools-purge.log 2>&1 || { cat $LOG/tools-purge.log; exit 1; }"
 	check "apt remove rseq-slice-dkms" \
 		sh -c "apt-get -q -y remove rseq-slice-dkms >$LOG/remove.log 2>&1 || { cat $LOG/remove.log; exit 1; }"
 	if loaded; then nok "still loaded after apt remove"; else ok "apt remove unloaded it"; fi

@@ -109,7 +109,7 @@ ab_check() {
 		show "/tmp/$name.err"
 	fi
 	if json "/tmp/$name.json" 'd["arms"]["on"]["counters"]["sgrant"] > 0 and d["arms"]["off"]["counters"]["sgrant"] == 0'; then
-		ok "$desc: grants in the on arm, none in the off arm ($(grep '^o[nf]  ' "/tmp/$name.table" | awk '{ printf "%s %s; ", $1, $6 }'))"
+		ok "$desc: grants in the on arm, none in the off arm ($(grep -E '^(on|off) ' "/tmp/$name.table" | awk '{ printf "%s %s; ", $1, $6 }'))"
 	else
 		nok "$desc: grants: the on arm needs some, the off arm none"
 	fi

@@ -856,6 +856,9 @@ RS_ROOTFS_SUITE=bookworm
 # (selftests/bench/programs.sh): sysbench, RocksDB's cache_bench,
 # memcached and memaslap (memcaslap, with memcping).
 RS_PROGRAMS_PKGS="sysbench rocksdb-tools memcached libmemcached-tools"
+# The command rseq-slice (tools/rseq-slice) in that guest, and its plot
+# (selftests/bench/ab_test.sh, in scripts/test's programs lane).
+RS_AB_PKGS="python3 gnuplot-nox"
 # Bump when what goes into a tree changes: every cached archive is then
 # made again.
 RS_ROOTFS_RECIPE=1

@@ -56,6 +56,18 @@ demo_refused() {
 	fi
 }
 loaded() { grep -q '^rseq_slice ' /proc/modules; }
+# status_as U STATUS LINE DESCRIPTION: rseq-slice status as user U exits
+# STATUS and prints LINE.
+status_as() {
+	rc=0
+	runuser -u "$1" -- rseq-slice status >"$LOG/status-$1" 2>&1 || rc=$?
+	if [ "$rc" = "$2" ] && grep -qF "$3" "$LOG/status-$1"; then
+		ok "$4"
+	else
+		nok "$4 (exit $rc, want $2 and '$3')"
+		sed 's/^/# /' "$LOG/status-$1"
+	fi
+}
 # The udev rule's owner and mode; the group's member may use the device,
 # another user may not.
 perms() {
@@ -120,11 +132,28 @@ case "$stage" in
 	check "modprobe rseq_slice" sh -c 'modprobe rseq_slice && udevadm settle'
 	perms
 	demo_ok bob kernel "bob uses merged upstream's prctl (open to all, as on 7.x)"
+	# The command rseq-slice (rseq-slice-tools: python3 from apt's cache).
+	check "apt install ./rseq-slice-tools_*.deb" \
+		sh -c "apt-get -q -y install $RS/debs/rseq-slice-tools_*_all.deb man-db >$LOG/tools.log 2>&1 || { cat $LOG/tools.log; exit 1; }"
+	# shellcheck disable=SC2016 # the inner shell's
+	check "rseq-slice is /usr/bin/rseq-slice, --help exits 0" \
+		sh -c '[ "$(command -v rseq-slice)" = /usr/bin/rseq-slice ] && rseq-slice --help | grep -q "Exit status"'
+	# shellcheck disable=SC2016 # the inner shell's
+	check "man -l rseq-slice.1.gz renders without warnings" \
+		sh -c 'w=$(MANWIDTH=80 man --warnings -l /usr/share/man/man1/rseq-slice.1.gz 2>&1 >/tmp/man.txt) && [ -z "$w" ] && grep -q "^EXIT STATUS" /tmp/man.txt || { echo "$w"; exit 1; }'
+	status_as alice 0 "usable:    yes" "rseq-slice status as alice (in the group): usable"
+	status_as alice 0 "backends:  kernel, module" "rseq-slice status as alice: both backends"
+	status_as alice 0 "counters:  not readable by this user" "rseq-slice status as alice: counters not readable, not zeros"
+	status_as bob 0 "to fix:    sudo adduser bob rseq-slice" "rseq-slice status as bob (not in the group): the prctl only, and how to join"
+	status_as root 0 "counters:  sgrant=" "rseq-slice status as root: the counters"
 	# The modprobe.d example: merged_abi=0 leaves only the device.
 	sed -i 's/^#options rseq_slice merged_abi=0$/options rseq_slice merged_abi=0/' /etc/modprobe.d/rseq-slice.conf
 	check "reload with /etc/modprobe.d's merged_abi=0" \
 		sh -c 'rmmod rseq_slice && modprobe rseq_slice && udevadm settle && grep -qx N /sys/module/rseq_slice/parameters/merged_abi'
 	demo_refused bob kernel "Invalid argument" "with merged_abi=0 bob is refused the prctl too"
+	status_as bob 1 "usable:    no" "with merged_abi=0 rseq-slice status as bob: not usable, exit 1"
+	status_as bob 1 "to fix:    sudo adduser bob rseq-slice" "with merged_abi=0 rseq-slice status as bob: how to join"
+	status_as alice 0 "backends:  module (for alice)" "with merged_abi=0 rseq-slice status as alice: the device"
 	demo_ok alice module "with merged_abi=0 alice still runs the example through the device"
 	sed -i 's/^options rseq_slice merged_abi=0$/#options rseq_slice merged_abi=0/' /etc/modprobe.d/rseq-slice.conf
 	# Where signatures are enforced: DKMS's own key is not one the
@@ -162,6 +191,10 @@ case "$stage" in
 	check "systemd-modules-load inserted it" \
 		sh -c "journalctl -b -o cat | grep \"Inserted module 'rseq_slice'\""
 	perms
+	# rseq-slice-tools (stage 1) recommends rseq-slice-dkms: it goes
+	# first, so that what follows is about the DKMS package alone.
+	check "apt purge rseq-slice-tools" \
+		sh -c "apt-get -q -y purge rseq-slice-tools >$LOG/tools-purge.log 2>&1 || { cat $LOG/tools-purge.log; exit 1; }"
 	check "apt remove rseq-slice-dkms" \
 		sh -c "apt-get -q -y remove rseq-slice-dkms >$LOG/remove.log 2>&1 || { cat $LOG/remove.log; exit 1; }"
 	if loaded; then nok "still loaded after apt remove"; else ok "apt remove unloaded it"; fi

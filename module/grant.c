@@ -257,7 +257,8 @@ static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 	 */
 	WRITE_ONCE(*ctrl, READ_ONCE(*ctrl) & ~(RSEQ_SLICE_EXT_REQUEST | c->w->granted));
 	if (c->entry_work && !rseq_slice_entry_work_wanted())
-		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT, rseq_slice_entry_work_word(task_thread_info(holder)));
+		clear_bit(RSEQ_SLICE_ENTRY_WORK_BIT,
+			  rseq_slice_entry_work_word(task_thread_info(holder)));
 	/* Cannot be running: it would run on this CPU, with irqs on. */
 	hrtimer_try_to_cancel(&c->timer);
 	__this_cpu_write(rseq_slice_holder, NULL);

@@ -135,7 +135,8 @@ static noinline void notrace rseq_slice_schedule_exit(unsigned long ip, unsigned
  * schedule() entry, any caller, any task: interrupts and preemption as
  * the caller had them (the exit loop: preemption enabled, interrupts
  * too but on arm64's 6.1, whose do_notify_resume() calls schedule() with
- * them masked), never in interrupt context. Must stay cheap for callers other than the exit loop: the ops
+ * them masked), never in interrupt context. Must stay cheap for callers
+ * other than the exit loop: the ops
  * do not ask ftrace for recursion protection (FTRACE_OPS_FL_RECURSION
  * would route every call through ftrace's assist function first), so
  * every other caller costs the two inlined compares and nothing else.

@@ -40,6 +40,7 @@
 const struct rseq_slice_exit_func rseq_slice_exit_funcs[] = {
 	{ "do_notify_resume",	RSEQ_SLICE_EXIT_SHARED },
 };
+
 const unsigned int rseq_slice_nr_exit_funcs = ARRAY_SIZE(rseq_slice_exit_funcs);
 
 /*

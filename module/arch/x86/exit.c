@@ -43,6 +43,7 @@ const struct rseq_slice_exit_func rseq_slice_exit_funcs[] = {
 	{ "exit_to_user_mode_prepare",		RSEQ_SLICE_EXIT_SHARED },
 	{ "exit_to_user_mode_loop",		RSEQ_SLICE_EXIT_SHARED },
 };
+
 const unsigned int rseq_slice_nr_exit_funcs = ARRAY_SIZE(rseq_slice_exit_funcs);
 static_assert(ARRAY_SIZE(rseq_slice_exit_funcs) <= RSEQ_SLICE_MAX_EXIT_FUNCS);
 

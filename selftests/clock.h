@@ -72,4 +72,16 @@ static inline void rseq_slice_busy_wait_ns(uint64_t ns)
 		;
 }
 
+/* A spin-wait loop's pause: x86's pause, Arm's yield hint. */
+static inline void rseq_slice_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__("pause" ::: "memory");
+#elif defined(__aarch64__) || defined(__arm__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 #endif /* RSEQ_SLICE_TEST_CLOCK_H */

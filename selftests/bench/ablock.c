@@ -44,7 +44,7 @@ static void lock_acquire(void)
 		if (++spins % 256 == 0)
 			sched_yield();
 		else
-			__asm__ __volatile__("pause" ::: "memory");
+			rseq_slice_cpu_relax();
 	}
 }
 

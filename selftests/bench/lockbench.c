@@ -47,14 +47,6 @@ struct worker {
 	int err;
 } __attribute__((aligned(64)));
 
-static inline void cpu_relax(void)
-{
-#if defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("pause" ::: "memory");
-#endif
-}
 
 /* Acquire under REQUEST: the request covers the hold, not the waiting. */
 static void lock_acquire(struct worker *w)
@@ -63,7 +55,7 @@ static void lock_acquire(struct worker *w)
 		uint32_t me = __atomic_fetch_add(&lock.next, 1, __ATOMIC_ACQUIRE);
 
 		while (__atomic_load_n(&lock.owner, __ATOMIC_ACQUIRE) != me)
-			cpu_relax();
+			rseq_slice_cpu_relax();
 		rseq_slice_cs_begin();
 		return;
 	}
@@ -79,7 +71,7 @@ static void lock_acquire(struct worker *w)
 			break;
 		}
 		while (__atomic_load_n(&lock.word, __ATOMIC_RELAXED))
-			cpu_relax();
+			rseq_slice_cpu_relax();
 	}
 }
 

@@ -91,6 +91,37 @@ FIXTURE_TEARDOWN(lib)
 	rseq_slice_fini();
 }
 
+/*
+ * The architecture's test-and-clear, which ends every v1 section (the
+ * library's and the interposer's): on every word the kernel can leave,
+ * REQUEST is clear afterwards, every other bit is kept, and the result
+ * says whether REQUEST was set. The race it exists for (an interrupt
+ * between load and store) cannot be forced from here; the semantics
+ * tests run it against the kernel.
+ */
+TEST_F(lib, word_test_clear)
+{
+	static const uint32_t words[] = {
+		0, RSEQ_SLICE_EXT_REQUEST, RSEQ_SLICE_EXT_GRANTED,
+		RSEQ_SLICE_EXT_REQUEST | RSEQ_SLICE_EXT_GRANTED,
+		0xfffffffcU, 0xffffffffU, 0x80000001U,
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		uint32_t w = words[i];
+		int was = rseq_slice_word_test_clear(&w);
+
+		EXPECT_EQ(!!(words[i] & RSEQ_SLICE_EXT_REQUEST), was)
+			TH_LOG("word %#x", words[i]);
+		EXPECT_EQ(words[i] & ~RSEQ_SLICE_EXT_REQUEST, w)
+			TH_LOG("word %#x", words[i]);
+		/* Again: nothing left to clear, nothing else touched. */
+		EXPECT_EQ(0, rseq_slice_word_test_clear(&w));
+		EXPECT_EQ(words[i] & ~RSEQ_SLICE_EXT_REQUEST, w);
+	}
+}
+
 /* AUTO gives the expected backend, and the thread is enabled there. */
 TEST_F(lib, backend_auto)
 {

@@ -64,9 +64,12 @@ rs_need_pkgs() {
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -eq 0 ] || rs_die "missing packages (install as root): ${missing[*]}"
 	rs_log "installing: ${missing[*]}"
-	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1; then
-		apt-get update -qq >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+	# Lanes run side by side and may install at the same moment: wait
+	# for dpkg's lock (bounded) instead of failing on it.
+	local lock=(-o DPkg::Lock::Timeout=900)
+	if ! DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null 2>&1; then
+		apt-get "${lock[@]}" update -qq >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null ||
 			rs_die "apt-get install ${missing[*]} failed"
 	fi
 }

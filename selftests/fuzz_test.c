@@ -11,7 +11,7 @@
  * thread-local storage). ENABLE gets a struct rseq_slice_register whose
  * ctrl is drawn from the same places.
  *
- * Every return must be success or an errno the README documents for that
+ * Every return must be success or an errno docs/abi.md documents for that
  * command, and, since the fuzzer tracks each thread's registration, the
  * exact value the ABI predicts. Between calls a thread sometimes sets
  * REQUEST in its registered word and spins, so that grants happen while

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * What real programs do around a critical section, and what the module
- * must get right for them (README, "Semantics" 3, 5, 6 and "Decisions"):
+ * must get right for them (docs/design.md, "Semantics" 3, 5, 6 and "Decisions"):
  * signals while REQUEST is set (profilers, runtimes), REQUEST cleared by
  * every switch-out, tracers and seccomp seeing every call as made, a
  * registration whose page was replaced, and the yield through another
@@ -876,7 +876,7 @@ FIXTURE_TEARDOWN(remap)
 /*
  * After the page under the word is replaced, the kernel still writes the
  * page it pinned; ENABLE of the same address moves the registration to
- * the page the thread now sees (README, "Decisions"), and grants come
+ * the page the thread now sees (docs/design.md, "Decisions"), and grants come
  * back. One page stays pinned for the thread throughout.
  */
 static void replaced_then_reenabled(struct __test_metadata *_metadata,

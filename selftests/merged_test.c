@@ -295,7 +295,7 @@ TEST_F(merged, enotsupp_when_off)
  * What rseq_slice_yield() returns to a thread that is not enabled: 7.2
  * has the system call, so 0 ("yielded" is clear); 6.x with the module
  * answers only for threads enabled through its prctl, so the others keep
- * the stock kernel's -ENOSYS (documented in the README).
+ * the stock kernel's -ENOSYS (documented in docs/abi.md).
  */
 static long not_enabled_yield(void)
 {

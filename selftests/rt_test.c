@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Which reschedules a grant defers, by the kind of the task that asks for
- * the CPU, on PREEMPT_RT and elsewhere (README, "On PREEMPT_RT"). Each
+ * the CPU, on PREEMPT_RT and elsewhere (docs/design.md, "On PREEMPT_RT"). Each
  * test runs on every kernel and expects what the kernel's kind says
  * (uname -v names PREEMPT_RT):
  *
@@ -182,7 +182,7 @@ TEST_F_TIMEOUT(rt, fair_tick_preemption, 300)
 	 * 6.1-rt (the RT patch set's own lazy preemption) keeps no promise
 	 * here: 0 and 2 of 200 rounds deferred in two runs (the rest
 	 * denied: a TIF_NEED_RESCHED came with the tick's request), 74 in
-	 * an earlier one. README, "On PREEMPT_RT".
+	 * an earlier one. docs/design.md, "On PREEMPT_RT".
 	 */
 	if (kernel_is_rt() && !uname(&u) && !strncmp(u.release, "6.1.", 4))
 		SKIP(return, "6.1-rt defers the tick's preemption rarely, unpredictably");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The semantics of a grant, one test per rule (see README, "Semantics"):
+ * The semantics of a grant, one test per rule (see docs/design.md, "Semantics"):
  * when grants are given and refused, how they end (yield, revoke, expiry,
  * foreign system call), the parameters' effects, and a registration's
  * lifecycle across fork, exec, clone and exit.

@@ -141,6 +141,21 @@ case "$stage" in
 	# shellcheck disable=SC2016 # the inner shell's
 	check "man -l rseq-slice.1.gz renders without warnings" \
 		sh -c 'w=$(MANWIDTH=80 man --warnings -l /usr/share/man/man1/rseq-slice.1.gz 2>&1 >/tmp/man.txt) && [ -z "$w" ] && grep -q "^EXIT STATUS" /tmp/man.txt || { echo "$w"; exit 1; }'
+	# Every man page the four packages install (rseq_slice(4) comes with
+	# the module, librseq-slice(3) with -dev, librseq_slice_preload(3)
+	# with the tools), rendered as a user reads them, and found by name.
+	# shellcheck disable=SC2016 # the inner shell's
+	check "every installed man page renders without warnings, and man finds each by name" \
+		sh -c 'n=0; for p in $(dpkg -L rseq-slice-dkms librseq-slice1 librseq-slice-dev rseq-slice-tools | grep "^/usr/share/man/man[1-8]/"); do
+			[ -f "$p" ] && [ ! -L "$p" ] || continue
+			w=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >/tmp/man.txt) && [ -z "$w" ] && grep -q "^SEE ALSO" /tmp/man.txt || { echo "$p: $w"; exit 1; }
+			n=$((n + 1))
+		done
+		for s in 1:rseq-slice 4:rseq_slice 3:librseq-slice 3:librseq_slice_preload 3:rseq_slice_init; do
+			man -w "${s%%:*}" "${s#*:}" >/dev/null || { echo "man -w ${s%%:*} ${s#*:}: not found"; exit 1; }
+		done
+		[ "$n" -ge 4 ] || { echo "only $n man pages"; exit 1; }
+		echo "$n pages"'
 	status_as alice 0 "usable:    yes" "rseq-slice status as alice (in the group): usable"
 	status_as alice 0 "backends:  kernel, module" "rseq-slice status as alice: both backends"
 	status_as alice 0 "counters:  not readable by this user" "rseq-slice status as alice: counters not readable, not zeros"

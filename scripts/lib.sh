@@ -305,8 +305,9 @@ rs_chroot_arm64() {
 			sed -n 's/^ *Depends: \(linux-headers-.*-common\)$/\1/p')
 		kbuild=$(rs_apt_cache "$RS_ARM64_SUITE" depends "linux-headers-$RS_KVER" |
 			sed -n 's/^ *Depends: \(linux-kbuild-[^: ]*\).*$/\1/p' | head -n1)
-		[ -n "$common" ] && [ -n "$kbuild" ] ||
+		if [ -z "$common" ] || [ -z "$kbuild" ]; then
 			rs_die "no -common or linux-kbuild dependency of linux-headers-$RS_KVER in $RS_ARM64_SUITE"
+		fi
 		rs_log "unpacking linux-headers-$RS_KVER and $common (arm64) into the $suite build chroot"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
 		(cd "$tmp" && rs_apt "$RS_ARM64_SUITE" download "linux-headers-$RS_KVER" "$common" >/dev/null) ||

@@ -249,11 +249,7 @@ rs_chroot() {
 	local suite=$1 kver=$2 cc=$3 root=$RS_CACHE/chroot-$1 lock t
 	exec {lock}>"$RS_CACHE/chroot-$suite.lock"
 	flock "$lock"
-	if [ ! -f "$root/.rs-debootstrap.done" ]; then
-		[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite build chroot does not exist yet; making it needs root (debootstrap)"
-		rs_log "making the Debian $suite build chroot $root (debootstrap --variant=minbase)"
-		rs_debootstrap "$suite" "$root" "$RS_CACHE/chroot-$suite.log" < <(rs_apt_sources "$suite")
-	fi
+	rs_chroot_root "$suite"
 	# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
 	if ! rs_in_chroot "$root" dpkg-query -W -f='${Status}\n' "$cc" make "linux-headers-$kver" \
 		2>/dev/null | grep -c 'ok installed' | grep -qx 3; then
@@ -278,6 +274,68 @@ rs_chroot() {
 	exec {lock}>&-
 	RS_CHROOT=$root
 	RS_KDIR=/usr/src/linux-headers-$kver
+}
+
+# rs_chroot_root SUITE: debootstraps $RS_CACHE/chroot-SUITE if it is not
+# there yet. The caller holds $RS_CACHE/chroot-SUITE.lock.
+rs_chroot_root() {
+	local suite=$1 root=$RS_CACHE/chroot-$1
+	[ -f "$root/.rs-debootstrap.done" ] && return 0
+	[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite build chroot does not exist yet; making it needs root (debootstrap)"
+	rs_log "making the Debian $suite build chroot $root (debootstrap --variant=minbase)"
+	rs_debootstrap "$suite" "$root" "$RS_CACHE/chroot-$suite.log" < <(rs_apt_sources "$suite")
+}
+
+# rs_chroot_arm64: the build chroot of RS_CHROOT_SUITE (trixie, sid) made
+# ready to cross-build for the arm64 kernel RS_KVER of RS_ARM64_SUITE: the
+# arm64 linux-headers-VERSION and -common packages (from the suite's arm64
+# private apt) unpacked into it, at the paths they are made for
+# (/usr/src/...), and, installed by its own apt, the suite's cross compiler
+# that built the kernel (the gcc-N the headers' .kernelvariables name, as
+# gcc-N-aarch64-linux-gnu), the amd64 linux-kbuild-VERSION (fixdep,
+# modpost: they run here), make, and dwarves (pahole: BTF for modules).
+# Sets RS_CHROOT; RS_KDIR is rs_kernel's.
+rs_chroot_arm64() {
+	local suite=$RS_CHROOT_SUITE root=$RS_CACHE/chroot-$RS_CHROOT_SUITE lock t tmp d
+	local hdr=/usr/src/linux-headers-$RS_KVER common kbuild cc
+	exec {lock}>"$RS_CACHE/chroot-$suite.lock"
+	flock "$lock"
+	rs_chroot_root "$suite"
+	if [ ! -f "$root$hdr/.rs-arm64.done" ]; then
+		[ "$(id -u)" -eq 0 ] || rs_die "the Debian $suite build chroot lacks the arm64 headers of $RS_KVER; installing them needs root"
+		t=$SECONDS
+		common=$(rs_apt_cache "$RS_ARM64_SUITE" depends "linux-headers-$RS_KVER" |
+			sed -n 's/^ *Depends: \(linux-headers-.*-common\)$/\1/p')
+		kbuild=$(rs_apt_cache "$RS_ARM64_SUITE" depends "linux-headers-$RS_KVER" |
+			sed -n 's/^ *Depends: \(linux-kbuild-[^: ]*\).*$/\1/p' | head -n1)
+		if [ -z "$common" ] || [ -z "$kbuild" ]; then
+			rs_die "no -common or linux-kbuild dependency of linux-headers-$RS_KVER in $RS_ARM64_SUITE"
+		fi
+		rs_log "unpacking linux-headers-$RS_KVER and $common (arm64) into the $suite build chroot"
+		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+		(cd "$tmp" && rs_apt "$RS_ARM64_SUITE" download "linux-headers-$RS_KVER" "$common" >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "cannot download the arm64 headers of $RS_KVER"; }
+		for d in "$tmp"/*.deb; do
+			dpkg-deb -x "$d" "$root"
+		done
+		rm -rf "$tmp"
+		cc=$(sed -n 's/^CC = .*(CROSS_COMPILE)\(gcc-[0-9]*\)$/\1/p' "$root$hdr/.kernelvariables")
+		[ -n "$cc" ] || rs_die "no compiler named in $root$hdr/.kernelvariables"
+		rs_log "installing $cc-aarch64-linux-gnu, $kbuild (amd64), make and dwarves in the $suite build chroot"
+		apt-config dump | grep -E '^Acquire::(Check-Valid-Until|Check-Date|(https?|ftp)::Proxy)[ :]' \
+			>"$root/etc/apt/apt.conf.d/00rseq-slice-host" || true
+		{
+			rs_in_chroot "$root" apt-get -q update &&
+				rs_in_chroot "$root" apt-get -q -y --no-install-recommends install \
+					"$cc-aarch64-linux-gnu" "$kbuild" make dwarves
+		} >>"$RS_CACHE/chroot-$suite.log" 2>&1 ||
+			{ tail -n 30 "$RS_CACHE/chroot-$suite.log" >&2; rs_die "installing the arm64 cross tools in the $suite chroot failed (log: $RS_CACHE/chroot-$suite.log)"; }
+		rs_in_chroot "$root" apt-get -q clean >/dev/null 2>&1 || true
+		touch "$root$hdr/.rs-arm64.done"
+		rs_log "$suite chroot, arm64 cross build of $RS_KVER: $((SECONDS - t)) s"
+	fi
+	exec {lock}>&-
+	RS_CHROOT=$root
 }
 
 # rs_in_chroot ROOT CMD...: CMD inside ROOT with a clean environment and
@@ -319,6 +377,21 @@ rs_kernel() {
 		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		return 0 ;;
+	trixie-arm64|sid-arm64)
+		# Debian 13's arm64 6.12 (gcc-14) and sid's arm64 7.2, from
+		# the suite's arm64 private apt. Cross-built by the suite's
+		# own cross compiler, in the amd64 build chroot of the suite
+		# that the trixie and sid lanes use (rs_chroot_arm64, when
+		# rs_build_module needs it), against the arm64 headers
+		# unpacked into it.
+		RS_ARCH=arm64
+		RS_ARM64_SUITE=$1
+		rs_debian_meta linux-image-arm64 "$1" "$RS_ARM64_SUITE"
+		RS_CHROOT_SUITE=${1%-arm64}
+		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
+		RS_KDIR=/usr/src/linux-headers-$RS_KVER
 		return 0 ;;
 	6.1)
 		rs_debian_meta linux-image-amd64 "$1" ;;
@@ -545,15 +618,19 @@ rs_busybox_arm64() {
 # /rs-build/VERSION/TREE, the same layout as the host's.
 rs_build_module() {
 	local out=$RS_CACHE/build/$RS_KVER/$RS_TREE in d lock cc=gcc-14 kargs=()
-	if [ "${RS_ARCH:-amd64}" = arm64 ]; then
+	if [ "${RS_ARCH:-amd64}" = arm64 ] && [ -n "${RS_CHROOT_SUITE:-}" ]; then
+		# trixie-arm64, sid-arm64: the suite's cross compiler, in its
+		# chroot, against the arm64 headers unpacked there.
+		rs_chroot_arm64
+		kargs=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+	elif [ "${RS_ARCH:-amd64}" = arm64 ]; then
 		# Cross-built: the kbuild tree and the compiler are the cache's.
 		rs_cross_arm64
 		rs_kbuild_arm64
 		# By name, on PATH: 6.12's headers (a cross-built kernel) set
 		# "override CROSS_COMPILE = aarch64-linux-gnu-" themselves.
 		kargs=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- PATH="$RS_CROSS_BIN:$PATH")
-	fi
-	if [ -n "${RS_CHROOT_SUITE:-}" ]; then
+	elif [ -n "${RS_CHROOT_SUITE:-}" ]; then
 		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16
 		rs_chroot "$RS_CHROOT_SUITE" "$RS_KVER" "$cc"
 	fi
@@ -571,7 +648,7 @@ rs_build_module() {
 		"$RS_TOP/selftests/kmod/" "$out/kmod/"
 	rs_kmake() {
 		if [ -n "${RS_CHROOT:-}" ]; then
-			rs_in_chroot "$RS_CHROOT" make -C "$RS_KDIR" "$@"
+			rs_in_chroot "$RS_CHROOT" make -C "$RS_KDIR" "${kargs[@]}" "$@"
 		else
 			make -C "$RS_KDIR" "${kargs[@]}" "$@"
 		fi

@@ -3,8 +3,10 @@
  * arm64: what the shared mechanism needs to know of the architecture's
  * entry and exit code (included by compat.h). arm64 has neither generic
  * entry nor generic TIF bits on the kernels this module supports (6.1,
- * 6.12): its exit-to-user loop is do_notify_resume(), its system call
- * entry work hangs off thread flags. The exit paths are arch/arm64/exit.c's.
+ * 6.12, 7.2): its system call entry work hangs off thread flags on all of
+ * them. Its exit-to-user loop is its own do_notify_resume() on 6.1 and
+ * 6.12, the generic irqentry code's exit_to_user_mode_loop() on 7.2
+ * (GENERIC_IRQ_ENTRY). The exit paths are arch/arm64/exit.c's.
  */
 #ifndef RSEQ_SLICE_ARCH_H
 #define RSEQ_SLICE_ARCH_H
@@ -15,8 +17,30 @@
 #include <asm/syscall.h>
 #include <asm/unistd.h>
 
-/* Exit work that forbids a grant, the reschedule request aside (grant.c). */
+/*
+ * arm64's system call entry is its own el0_svc_common() on every kernel
+ * here. A kernel that moved it to generic entry has none of what the
+ * entry hooks below rely on (TIF_SYSCALL_AUDIT, arm64's
+ * syscall_trace_enter() and invoke_syscall()).
+ */
+#ifdef CONFIG_GENERIC_ENTRY
+#error "arm64 with generic (system call) entry is not a kernel this module knows"
+#endif
+
+/*
+ * Exit work that forbids a grant, the reschedule requests aside
+ * (grant.c): what the exit loop serves. 6.1 and 6.12: arm64's
+ * _TIF_WORK_MASK, do_notify_resume()'s. 7.2 (GENERIC_IRQ_ENTRY, where
+ * _TIF_WORK_MASK is gone): the generic loop's EXIT_TO_USER_MODE_WORK,
+ * which takes in arm64's own bits (ARCH_EXIT_TO_USER_MODE_WORK: an MTE
+ * fault, foreign FP state) and live patching's.
+ */
+#ifdef CONFIG_GENERIC_IRQ_ENTRY
+#include <linux/irq-entry-common.h>
+#define RSEQ_SLICE_EXIT_WORK		EXIT_TO_USER_MODE_WORK
+#else
 #define RSEQ_SLICE_EXIT_WORK		_TIF_WORK_MASK
+#endif
 
 /*
  * A grant makes its holder's next system call take the entry work path
@@ -31,17 +55,22 @@
 #define rseq_slice_entry_work_word(ti)	(&(ti)->flags)
 
 /*
- * Signal delivery: arm64's do_signal() is static inside
- * do_notify_resume(); its call of get_signal() is the same point as
- * x86's arch_do_signal_or_restart() entry, before any frame is set up.
+ * Signal delivery: on 6.1 and 6.12 arm64's do_signal() is static inside
+ * do_notify_resume(); on 7.2 the generic loop calls arm64's
+ * arch_do_signal_or_restart(). Both call get_signal() first, the same
+ * point as x86's arch_do_signal_or_restart() entry, before any frame is
+ * set up.
  */
 #define RSEQ_SLICE_SIGNAL_FUNC		"get_signal"
 
 /*
  * Merged upstream's rseq_slice_yield() (471, also for AArch32 tasks, as
- * in 7.2's arm and arm64 compat tables): a number past the end of both
- * tables, which invoke_syscall() answers through do_ni_syscall() and
- * sys_ni_syscall(). The hook replaces sys_ni_syscall() for 471 only, and
+ * in 7.2's arm and arm64 compat tables): on 6.1 and 6.12 a number past
+ * the end of both tables, which invoke_syscall() answers through
+ * do_ni_syscall() and sys_ni_syscall(). 7.2's tables end at 471 too
+ * (__NR_syscalls is 472 there, but without RSEQ_SLICE_EXTENSION the
+ * table's entry is sys_ni_syscall's __arm64_sys_ni_syscall, see
+ * exit.c). The hook replaces sys_ni_syscall() for 471 only, and
  * for threads enabled through prctl only; every other unimplemented call
  * runs it. Which function that is, and where ftrace patches it, is read
  * from invoke_syscall() (rseq_slice_yield_stub_find()).

@@ -4,19 +4,33 @@
  * its layout is checked at load, and how the return path is told (the
  * shared part is symbols.c).
  *
- * arm64 has no generic entry on 6.1 and 6.12. Every return to user space
- * runs exit_to_user_mode(), inlined into its own handler: el0_svc() for a
- * system call, el0_interrupt() for an interrupt, el0_da(), el0_ia(), ...
- * for each exception class, asm_exit_to_user_mode() for ret_from_fork.
- * These are noinstr, and noinstr implies noinline, so each is a function
- * of its own. All of them call the one loop, do_notify_resume(), which
+ * arm64 has no generic entry on 6.1, 6.12 and 7.2. Every return to user
+ * space runs exit_to_user_mode(), inlined into its own handler: el0_svc()
+ * for a system call, el0_interrupt() for an interrupt, el0_da(),
+ * el0_ia(), ... for each exception class, asm_exit_to_user_mode() for
+ * ret_from_fork. These are noinstr, and noinstr implies noinline, so each
+ * is a function of its own. All of them call one out-of-line loop, which
  * calls schedule() once (checked at load): the caller of schedule() says
- * only "the exit loop", and do_notify_resume()'s own return address says
- * which path. It is read from do_notify_resume()'s frame record, whose
- * address is the frame pointer the ftrace trampoline saved at schedule()'s
- * entry (Debian's arm64 kernels have CONFIG_FRAME_POINTER): its second
- * word, signed with pointer authentication where the kernel uses it, so
+ * only "the exit loop", and the loop's own return address says which
+ * path. It is read from the loop's frame record, whose address is the
+ * frame pointer the ftrace trampoline saved at schedule()'s entry
+ * (Debian's arm64 kernels have CONFIG_FRAME_POINTER): its second word,
+ * signed with pointer authentication where the kernel uses it, so
  * stripped before it is looked up.
+ *
+ * The loop, per kernel:
+ * - 6.1, 6.12: arm64's own do_notify_resume(), called by
+ *   exit_to_user_mode_prepare() when _TIF_WORK_MASK has work.
+ * - 7.2: arm64 selects GENERIC_IRQ_ENTRY (not GENERIC_ENTRY: its system
+ *   call entry stays its own). arm64_exit_to_user_mode() (exceptions,
+ *   interrupts) and arm64_syscall_exit_to_user_mode() (el0_svc(),
+ *   el0_svc_compat(), asm_exit_to_user_mode()) inline
+ *   <linux/irq-entry-common.h>'s __exit_to_user_mode_prepare(), which
+ *   calls kernel/entry/common.c's exit_to_user_mode_loop() when
+ *   EXIT_TO_USER_MODE_WORK has work: that function is out of line for
+ *   arm64 (its callers are in another file) and holds
+ *   __exit_to_user_mode_loop() inlined, with the one schedule() call.
+ *   do_notify_resume() is gone.
  *
  * Grants go to returns from interrupts and exceptions (the irqentry rule
  * of x86's 6.x): not to system calls, ret_from_fork, or the debug
@@ -37,18 +51,26 @@
 #include "rseq_slice.h"
 
 /* The exit loop: the only caller the schedule() hook looks further at. */
+#ifdef CONFIG_GENERIC_IRQ_ENTRY
+#define RSEQ_SLICE_EXIT_LOOP	"exit_to_user_mode_loop"
+#else
+#define RSEQ_SLICE_EXIT_LOOP	"do_notify_resume"
+#endif
+
 const struct rseq_slice_exit_func rseq_slice_exit_funcs[] = {
-	{ "do_notify_resume",	RSEQ_SLICE_EXIT_SHARED },
+	{ RSEQ_SLICE_EXIT_LOOP,	RSEQ_SLICE_EXIT_SHARED },
 };
 
 const unsigned int rseq_slice_nr_exit_funcs = ARRAY_SIZE(rseq_slice_exit_funcs);
 
 /*
- * do_notify_resume()'s callers, by the path each returns from. Names a
- * kernel lacks (el0_sme_acc() before 6.x's SME, el0_mops(), the compat
- * ones without CONFIG_COMPAT) are skipped; el0_svc() and el0_interrupt()
- * must be there. A caller not listed (asm_exit_to_user_mode(), the debug
- * exceptions) is "other": no grant.
+ * The loop's callers, by the path each returns from. Names a kernel
+ * lacks (el0_sme_acc() before 6.x's SME, el0_mops(), el0_gcs() before
+ * 6.13, the compat ones without CONFIG_COMPAT) are skipped; el0_svc() and
+ * el0_interrupt() must be there. A caller not listed
+ * (asm_exit_to_user_mode(), the debug exceptions: 6.x's el0_dbg(), 7.2's
+ * el0_breakpt(), el0_softstp(), el0_watchpt(), el0_brk64(), el0_bkpt32())
+ * is "other": no grant.
  */
 static const struct rseq_slice_exit_func rseq_slice_el0_funcs[] = {
 	{ "el0_svc",			RSEQ_SLICE_EXIT_SYSCALL },
@@ -67,6 +89,7 @@ static const struct rseq_slice_exit_func rseq_slice_el0_funcs[] = {
 	{ "el0_undef",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_bti",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_mops",			RSEQ_SLICE_EXIT_IRQ },
+	{ "el0_gcs",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_inv",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_fpac",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_cp15",			RSEQ_SLICE_EXIT_IRQ },
@@ -119,6 +142,12 @@ static unsigned int rseq_slice_calls_to(unsigned long start, unsigned long end,
 	return n;
 }
 
+/* 7.2: do_notify_resume() gone; 6.x: no need to look. Module init. */
+static bool rseq_slice_other_loop_gone(void)
+{
+	return !IS_ENABLED(CONFIG_GENERIC_IRQ_ENTRY) || !rseq_slice_symbol("do_notify_resume");
+}
+
 int rseq_slice_exit_layout_check(bool irq, bool shared_or_direct)
 {
 	unsigned long loop_lo, loop_hi, sched = rseq_slice_symbol("schedule");
@@ -133,22 +162,25 @@ int rseq_slice_exit_layout_check(bool irq, bool shared_or_direct)
 		if (!strcmp(rseq_slice_el0_funcs[i].name, "el0_interrupt"))
 			interrupt = true;
 	}
-	if (rseq_slice_range_of("do_notify_resume", &loop_lo, &loop_hi) && sched)
+	if (rseq_slice_range_of(RSEQ_SLICE_EXIT_LOOP, &loop_lo, &loop_hi) && sched)
 		calls = rseq_slice_calls_to(loop_lo, loop_hi, sched);
 	/*
-	 * One call: then every schedule() called from do_notify_resume() is
-	 * its loop's reschedule, which a grant may skip.
+	 * One call: then every schedule() called from the loop is its
+	 * reschedule, which a grant may skip. On 7.2 the other kernel's loop
+	 * must be gone too: do_notify_resume() still there would be a kernel
+	 * half way between the two layouts.
 	 */
-	if (!svc || !interrupt || calls != 1) {
+	if (!svc || !interrupt || calls != 1 || !rseq_slice_other_loop_gone()) {
 		pr_err("this kernel's exit-to-user path is not one this module knows\n");
-		pr_err("(el0_svc() %sfound, el0_interrupt() %sfound, do_notify_resume() calls schedule() %u times; 1 expected)\n",
-		       svc ? "" : "not ", interrupt ? "" : "not ", calls);
+		pr_err("(el0_svc() %sfound, el0_interrupt() %sfound, %s() calls schedule() %u times; 1 expected%s)\n",
+		       svc ? "" : "not ", interrupt ? "" : "not ", RSEQ_SLICE_EXIT_LOOP, calls,
+		       rseq_slice_other_loop_gone() ? "" : "; do_notify_resume() is there too");
 		return -EOPNOTSUPP;
 	}
 	return 0;
 }
 
-/* The frame pointer at schedule()'s entry: do_notify_resume()'s. */
+/* The frame pointer at schedule()'s entry: the exit loop's. */
 static __always_inline unsigned long rseq_slice_fregs_fp(struct ftrace_regs *fregs)
 {
 #ifdef CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS
@@ -170,7 +202,7 @@ static __always_inline unsigned long rseq_slice_strip_pac(unsigned long addr)
 }
 
 /*
- * The path do_notify_resume() returns to. Preemption disabled, on the
+ * The path the exit loop returns to. Preemption disabled, on the
  * way to a context switch, only for threads that asked for an extension.
  * The frame record lies on this task's stack, above schedule()'s frame,
  * and is read unchecked by KASAN, as the unwinder reads frames; a frame
@@ -195,18 +227,59 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 }
 
 /*
- * Where ftrace patches the sys_ni_syscall() that invoke_syscall() calls
- * for a number past the end of the table (do_ni_syscall(), inlined),
- * found by invoke_syscall()'s own branches, or 0 if none goes there.
+ * Where ftrace patches the function at @func: the BL of its patchable
+ * entry, one instruction in, after a BTI where the kernel has one
+ * (ftrace_call_adjust(); with DYNAMIC_FTRACE_WITH_CALL_OPS the two NOPs
+ * before the symbol do not move it). Module init: kernel text.
+ */
+static unsigned long rseq_slice_ftrace_site(unsigned long func)
+{
+	/* BTI, BTI c, BTI j, BTI jc: HINT #32, #34, #36, #38. */
+	if (IS_ENABLED(CONFIG_ARM64_BTI_KERNEL) &&
+	    (le32_to_cpu(*(const __le32 *)func) & 0xffffff3f) == 0xd503241f)
+		func += AARCH64_INSN_SIZE;
+	return func + AARCH64_INSN_SIZE;
+}
+
+#ifdef __NR_rseq_slice_yield
+/*
+ * 7.2: both system call tables end at 471, rseq_slice_yield (generated
+ * from scripts/syscall.tbl and arch/arm/tools/syscall.tbl), and without
+ * RSEQ_SLICE_EXTENSION both entries are kernel/sys_ni.c's weak
+ * COND_SYSCALL() stub __arm64_sys_rseq_slice_yield(), which answers
+ * sys_ni_syscall()'s -ENOSYS; no other number reaches it. Checked, not
+ * assumed: the tables' entries 471 must be that stub. Where ftrace
+ * patches it, or 0 (the kernel is refused).
+ */
+static bool rseq_slice_table_471_is(const char *table, unsigned long stub)
+{
+	unsigned long t = rseq_slice_symbol(table);
+
+	return t && READ_ONCE(((const unsigned long *)t)[RSEQ_SLICE_NR_YIELD]) == stub;
+}
+
+unsigned long rseq_slice_yield_stub_find(void)
+{
+	unsigned long stub = rseq_slice_symbol("__arm64_sys_rseq_slice_yield");
+
+	if (!stub || !rseq_slice_table_471_is("sys_call_table", stub) ||
+	    (IS_ENABLED(CONFIG_COMPAT) && !rseq_slice_table_471_is("compat_sys_call_table", stub)))
+		return 0;
+	return rseq_slice_ftrace_site(stub);
+}
+#else
+/*
+ * 6.1, 6.12: where ftrace patches the sys_ni_syscall() that
+ * invoke_syscall() calls for a number past the end of the table
+ * (do_ni_syscall(), inlined), found by invoke_syscall()'s own branches,
+ * or 0 if none goes there.
  *
  * Not the symbol's address: kallsyms gives sys_ni_syscall() a size that
  * covers the weak system call stubs after it, which have no names of
  * their own (0x120 bytes on Debian's 6.1, ten ftrace sites), and
  * ftrace_set_filter_ip() on a symbol's start takes any site in that
  * size, which hooked one of the stubs: system call 471 still answered
- * -ENOSYS. The site itself is the BL of the function's patchable entry,
- * one instruction in (ftrace_call_adjust(); arm64's kernels here have no
- * BTI). Module init.
+ * -ENOSYS. Module init.
  */
 unsigned long rseq_slice_yield_stub_find(void)
 {
@@ -223,7 +296,8 @@ unsigned long rseq_slice_yield_stub_find(void)
 		dst = p + sign_extend64((insn & GENMASK(25, 0)) << 2, 27);
 		sprint_symbol(name, dst);
 		if (str_has_prefix(name, "sys_ni_syscall+0x0/"))
-			return dst + AARCH64_INSN_SIZE;
+			return rseq_slice_ftrace_site(dst);
 	}
 	return 0;
 }
+#endif

@@ -117,10 +117,17 @@ insns() {
 	# Same addresses in every run: page-table shapes (fork) do not vary.
 	echo 0 >/proc/sys/kernel/randomize_va_space
 	./costbench selfcheck -I check || echo "# costbench selfcheck failed"
+	# fork/exit/wait is not counted on arm64: there a fork took 1.3M
+	# instructions on the forking vCPU (4x x86-64's) and, beside the
+	# spinning thread under -icount, so much guest time that one boot
+	# got through a few dozen of its 300 samples in 25 minutes of a
+	# loaded host. Not understood yet (docs/benchmarks.md).
+	ops="syscall pipe fork switch"
+	[ "$(uname -m)" = aarch64 ] && ops="syscall pipe switch"
 	r=1
 	while [ $r -le 3 ]; do
 		if [ $upstream = 0 ]; then
-			for b in syscall pipe fork switch; do
+			for b in $ops; do
 				case $b in
 				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
@@ -144,7 +151,7 @@ insns() {
 		# in-kernel implementation built in and nobody enabled; on the
 		# 7.2 twins, against 7.2-base's unloaded arm.
 		if [ $upstream = 1 ]; then
-			for b in syscall pipe fork switch; do
+			for b in $ops; do
 				case $b in
 				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac

@@ -117,11 +117,11 @@ insns() {
 	# Same addresses in every run: page-table shapes (fork) do not vary.
 	echo 0 >/proc/sys/kernel/randomize_va_space
 	./costbench selfcheck -I check || echo "# costbench selfcheck failed"
-	# fork/exit/wait is not counted on arm64: there a fork took 1.3M
-	# instructions on the forking vCPU (4x x86-64's) and, beside the
-	# spinning thread under -icount, so much guest time that one boot
-	# got through a few dozen of its 300 samples in 25 minutes of a
-	# loaded host. Not understood yet (docs/benchmarks.md).
+	# fork/exit/wait is not counted on arm64: a fork took 1.2-1.3M
+	# instructions on the forking vCPU there (4x x86-64's 300k), and a
+	# boot on a loaded host was still in the first arm's 300 samples
+	# after 25 minutes, the other operations of the rep having taken 5.
+	# Why a fork costs that much on arm64 is not known yet.
 	ops="syscall pipe fork switch"
 	[ "$(uname -m)" = aarch64 ] && ops="syscall pipe switch"
 	r=1

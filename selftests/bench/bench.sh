@@ -132,16 +132,16 @@ insns() {
 				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
 				unload
-				./costbench $b -i $i -I unloaded/r$r
+				./costbench "$b" -i $i -I unloaded/r$r
 				load
-				./costbench $b -i $i -I idle/r$r
-				./costbench $b -i $i -e -I busy/r$r
+				./costbench "$b" -i $i -I idle/r$r
+				./costbench "$b" -i $i -e -I busy/r$r
 				for alt in ./*.ko; do
 					[ -f "$alt" ] || continue
 					a=${alt##*/}
 					unload
 					insmod "$alt" || { echo "# insmod $alt failed"; continue; }
-					./costbench $b -i $i -e -I "busy-${a%.ko}/r$r"
+					./costbench "$b" -i $i -e -I "busy-${a%.ko}/r$r"
 					rmmod "${a%.ko}" 2>/dev/null || rmmod rseq_slice
 				done
 				load
@@ -155,7 +155,7 @@ insns() {
 				case $b in
 				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
-				./costbench $b -i $i -I none/r$r
+				./costbench "$b" -i $i -I none/r$r
 			done
 		fi
 		for b in preempt yield expiry; do

@@ -39,27 +39,13 @@ double rseq_slice_tsc_per_ns;
 double rseq_slice_tsc_calibrate(uint64_t ns);
 __thread struct rseq_slice_tls rseq_slice_tls;
 
-/* The CPU's free-running counter: the TSC, or arm64's virtual counter. */
+/*
+ * The CPU's free-running counter (the TSC, or Arm's virtual counter):
+ * the arch header's, which the tests' clock (selftests/clock.h) reads too.
+ */
 static uint64_t read_counter(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-#elif defined(__aarch64__)
-	uint64_t v;
-
-	/* ISB: not read ahead of the instructions before it. */
-	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
-	return v;
-#elif defined(__arm__)
-	uint64_t v;
-
-	/* CNTVCT, as AArch32 reads it (Linux lets user space). */
-	__asm__ __volatile__("isb\n\tmrrc p15, 1, %Q0, %R0, c14" : "=r" (v) :: "memory");
-	return v;
-#endif
+	return rseq_slice_arch_counter();
 }
 
 static uint64_t mono_ns(void)

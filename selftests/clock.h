@@ -18,6 +18,9 @@
 
 #include <stdint.h>
 
+/* rseq_slice_arch_counter(), from the architecture's header. */
+#include "rseq_slice.h"
+
 /* Counter ticks per ns; set by rseq_slice_tsc_calibrate(). */
 extern double rseq_slice_tsc_per_ns;
 
@@ -27,29 +30,14 @@ extern double rseq_slice_tsc_per_ns;
  */
 double rseq_slice_tsc_calibrate(uint64_t ns);
 
-/* The counter (the name is x86's; on arm64 it reads CNTVCT_EL0). */
+/*
+ * The counter (the name is x86's; on arm64 it reads CNTVCT_EL0): the
+ * architecture header's rseq_slice_arch_counter(), the very read
+ * librseq-slice calibrates with.
+ */
 static inline uint64_t rseq_slice_rdtsc(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
-	return ((uint64_t)hi << 32) | lo;
-#elif defined(__aarch64__)
-	uint64_t v;
-
-	/* ISB: not read ahead of the instructions before it. */
-	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
-	return v;
-#elif defined(__arm__)
-	uint64_t v;
-
-	/* CNTVCT, as AArch32 (a compat task on arm64) reads it. */
-	__asm__ __volatile__("isb\n\tmrrc p15, 1, %Q0, %R0, c14" : "=r" (v) :: "memory");
-	return v;
-#else
-#error "clock.h: x86, arm64 and AArch32 only"
-#endif
+	return rseq_slice_arch_counter();
 }
 
 /* Nanoseconds on the counter's scale (calibrated first). */

@@ -69,4 +69,18 @@ static inline void *rseq_slice_arch_thread_pointer(void)
 	return __builtin_thread_pointer();
 }
 
+/*
+ * The CPU's free-running counter, CNTVCT as AArch32 reads it (a compat
+ * task on arm64; Linux lets user space): what librseq-slice calibrates
+ * (rseq_slice_tsc_calibrate()) and the tests' clock reads
+ * (selftests/clock.h), one definition for both. No part of the protocol.
+ */
+static inline uint64_t rseq_slice_arch_counter(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("isb\n\tmrrc p15, 1, %Q0, %R0, c14" : "=r" (v) :: "memory");
+	return v;
+}
+
 #endif /* RSEQ_SLICE_ARCH_ARM_H */

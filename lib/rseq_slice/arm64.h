@@ -90,4 +90,19 @@ static inline void *rseq_slice_arch_thread_pointer(void)
 	return __builtin_thread_pointer();
 }
 
+/*
+ * The CPU's free-running counter, the virtual counter CNTVCT_EL0 (Linux
+ * lets user space read it): what librseq-slice calibrates
+ * (rseq_slice_tsc_calibrate()) and the tests' clock reads
+ * (selftests/clock.h), one definition for both. The ISB keeps it from
+ * being read ahead of the instructions before it. No part of the protocol.
+ */
+static inline uint64_t rseq_slice_arch_counter(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r" (v) :: "memory");
+	return v;
+}
+
 #endif /* RSEQ_SLICE_ARCH_ARM64_H */

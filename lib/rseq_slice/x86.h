@@ -78,4 +78,17 @@ static inline void *rseq_slice_arch_thread_pointer(void)
 	return tp;
 }
 
+/*
+ * The CPU's free-running counter, the TSC: what librseq-slice calibrates
+ * (rseq_slice_tsc_calibrate()) and the tests' clock reads
+ * (selftests/clock.h), one definition for both. No part of the protocol.
+ */
+static inline uint64_t rseq_slice_arch_counter(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a" (lo), "=d" (hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
 #endif /* RSEQ_SLICE_ARCH_X86_H */

@@ -6,6 +6,8 @@
  *
  *   qemu-system-x86_64 -accel tcg,thread=single \
  *	-plugin insn_count.so,out=FILE[,samples=FILE2] ...
+ * or the same with qemu-system-aarch64 (an arm64 guest: its markers are
+ * arm64's, see insn_marker.h).
  *
  * At exit it writes, per region name and vCPU, one line to FILE:
  *   insns region=NAME vcpu=N n=SAMPLES user=U kernel=K total=T min=M mean=A
@@ -32,7 +34,9 @@
  * address space and user space in the lower half, and a block never
  * spans the two (they are 2^63 bytes apart). The only kernel-half user
  * address, the legacy vsyscall page, faults into the kernel instead of
- * running.
+ * running. arm64 splits the same way: EL1 runs from TTBR1's range (the
+ * top bits all ones), EL0 from TTBR0's (all zeros), and its vDSO is in
+ * the lower half.
  *
  * QEMU's idea of an instruction: a faulting instruction counts once per
  * attempt, and a rep-prefixed string instruction counts once per
@@ -186,8 +190,8 @@ static void marker_exec(unsigned int vcpu, void *udata)
 	}
 }
 
-/* 0f 1f 84 00 + a little-endian displacement with the magic on top. */
-static int marker_code(struct qemu_plugin_insn *insn, uint32_t *code)
+/* x86-64: 0f 1f 84 00 + a little-endian displacement with the magic on top. */
+static int marker_code_x86(struct qemu_plugin_insn *insn, uint32_t *code)
 {
 	const uint8_t *b = qemu_plugin_insn_data(insn);
 	uint32_t disp;
@@ -201,6 +205,31 @@ static int marker_code(struct qemu_plugin_insn *insn, uint32_t *code)
 	*code = disp & 0xffff;
 	return 1;
 }
+
+/*
+ * arm64: "movk xzr, #IMM, lsl #48", a little-endian word, IMM the magic
+ * (bits 8-15), the operation (4-7) and its argument (0-3); the same code
+ * as x86's comes out (op in bits 8-15, arg in 0-7).
+ */
+static int marker_code_arm64(struct qemu_plugin_insn *insn, uint32_t *code)
+{
+	const uint8_t *b = qemu_plugin_insn_data(insn);
+	uint32_t w, imm;
+
+	if (qemu_plugin_insn_size(insn) != 4)
+		return 0;
+	w = b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
+	if ((w & INSN_MARK_A64_MASK) != INSN_MARK_A64_INSN)
+		return 0;
+	imm = w >> 5 & 0xffff;
+	if (imm >> 8 != INSN_MARK_A64_MAGIC)
+		return 0;
+	*code = (imm & 0xf0) << 4 | (imm & 0xf);
+	return 1;
+}
+
+/* The guest's architecture's decoder, chosen at install. */
+static int (*marker_code)(struct qemu_plugin_insn *insn, uint32_t *code);
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -309,8 +338,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 {
 	int i;
 
-	if (!info->system_emulation || strcmp(info->target_name, "x86_64")) {
-		fprintf(stderr, "insn_count: x86_64 system emulation only\n");
+	if (info->system_emulation && !strcmp(info->target_name, "x86_64")) {
+		marker_code = marker_code_x86;
+	} else if (info->system_emulation && !strcmp(info->target_name, "aarch64")) {
+		marker_code = marker_code_arm64;
+	} else {
+		fprintf(stderr, "insn_count: x86_64 or aarch64 system emulation only\n");
 		return -1;
 	}
 	if (info->version.cur < QEMU_PLUGIN_VERSION || info->version.min > QEMU_PLUGIN_VERSION) {

@@ -117,24 +117,31 @@ insns() {
 	# Same addresses in every run: page-table shapes (fork) do not vary.
 	echo 0 >/proc/sys/kernel/randomize_va_space
 	./costbench selfcheck -I check || echo "# costbench selfcheck failed"
+	# fork/exit/wait is not counted on arm64: a fork took 1.2-1.3M
+	# instructions on the forking vCPU there (4x x86-64's 300k), and a
+	# boot on a loaded host was still in the first arm's 300 samples
+	# after 25 minutes, the other operations of the rep having taken 5.
+	# Why a fork costs that much on arm64 is not known yet.
+	ops="syscall pipe fork switch"
+	[ "$(uname -m)" = aarch64 ] && ops="syscall pipe switch"
 	r=1
 	while [ $r -le 3 ]; do
 		if [ $upstream = 0 ]; then
-			for b in syscall pipe fork switch; do
+			for b in $ops; do
 				case $b in
 				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
 				unload
-				./costbench $b -i $i -I unloaded/r$r
+				./costbench "$b" -i $i -I unloaded/r$r
 				load
-				./costbench $b -i $i -I idle/r$r
-				./costbench $b -i $i -e -I busy/r$r
+				./costbench "$b" -i $i -I idle/r$r
+				./costbench "$b" -i $i -e -I busy/r$r
 				for alt in ./*.ko; do
 					[ -f "$alt" ] || continue
 					a=${alt##*/}
 					unload
 					insmod "$alt" || { echo "# insmod $alt failed"; continue; }
-					./costbench $b -i $i -e -I "busy-${a%.ko}/r$r"
+					./costbench "$b" -i $i -e -I "busy-${a%.ko}/r$r"
 					rmmod "${a%.ko}" 2>/dev/null || rmmod rseq_slice
 				done
 				load
@@ -144,11 +151,11 @@ insns() {
 		# in-kernel implementation built in and nobody enabled; on the
 		# 7.2 twins, against 7.2-base's unloaded arm.
 		if [ $upstream = 1 ]; then
-			for b in syscall pipe fork switch; do
+			for b in $ops; do
 				case $b in
 				syscall) i=2000 ;; fork) i=300 ;; *) i=1000 ;;
 				esac
-				./costbench $b -i $i -I none/r$r
+				./costbench "$b" -i $i -I none/r$r
 			done
 		fi
 		for b in preempt yield expiry; do

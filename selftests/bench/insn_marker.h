@@ -4,14 +4,25 @@
  * counting plugin (scripts/insn-plugin, loaded by scripts/vm --count-insns)
  * where a measured region starts and ends, and what it is called.
  *
- * A marker is an 8-byte nop, "nopl disp32(%rax,%rax,1)" (0f 1f 84 00 and
- * the displacement), the long nop compilers pad with, but with a
+ * x86-64: a marker is an 8-byte nop, "nopl disp32(%rax,%rax,1)" (0f 1f 84
+ * 00 and the displacement), the long nop compilers pad with, but with a
  * displacement they never use: INSN_MARK_MAGIC in bits 16-31, the
- * operation in bits 8-15 and its argument in bits 0-7. It does nothing on
- * any x86-64 CPU, so a program with markers runs anywhere. The plugin
- * recognises a marker by its bytes when QEMU translates it: QEMU 7.2's
- * plugin API cannot read registers, so everything a marker says is in
- * its encoding, and a name is sent a bit at a time.
+ * operation in bits 8-15 and its argument in bits 0-7.
+ *
+ * arm64: "movk xzr, #IMM, lsl #48" (0xf2e0001f | IMM << 5), a write to
+ * the zero register, which discards it: architecturally a no-op that no
+ * compiler emits (it would be a wasted instruction) and no kernel or
+ * library assembly uses, unlike the HINT space (NOP, YIELD, the pointer
+ * authentication and BTI hints, ...), whose free encodings the
+ * architecture keeps allocating and which carry 7 bits only. IMM holds
+ * INSN_MARK_A64_MAGIC in bits 8-15, the operation in bits 4-7 and its
+ * argument in bits 0-3 (every operation and argument here fits).
+ *
+ * Either does nothing on any CPU of its architecture, so a program with
+ * markers runs anywhere. The plugin recognises a marker by its encoding
+ * when QEMU translates it: QEMU 7.2's plugin API cannot read registers,
+ * so everything a marker says is in its encoding, and a name is sent a
+ * bit at a time.
  *
  * Regions are per CPU: the plugin counts what the vCPU that executed
  * START runs until it executes STOP (every thread, user and kernel), so a
@@ -31,14 +42,25 @@
 #define INSN_MARK_CANCEL	5	/* close the region without a sample */
 #define INSN_MARK_NAME_MAX	63	/* characters of a name the plugin keeps */
 
+/* arm64: "movk xzr, #IMM, lsl #48", IMM = magic << 8 | op << 4 | arg. */
+#define INSN_MARK_A64_INSN	0xf2e0001fu	/* IMM 0 */
+#define INSN_MARK_A64_MASK	0xffe0001fu	/* MOVK, hw 3, Rd 31 */
+#define INSN_MARK_A64_MAGIC	0xce	/* no suffix: the assembler reads it too */
+
 #ifndef __ASSEMBLER__
 /*
  * The marker instruction; its operand is INSN_MARK_CODE(op, arg). The
- * counting is x86-64's (scripts/vm --count-insns is amd64 only): on other
+ * counting is x86-64's and arm64's (scripts/vm --count-insns): on other
  * architectures a marker is nothing but a compiler barrier.
  */
 #if defined(__x86_64__) || defined(__i386__)
 #define INSN_MARK_INSN	".byte 0x0f, 0x1f, 0x84, 0x00\n\t.long %c0"
+#elif defined(__aarch64__)
+/* The magic, then the code's op (bits 8-15) and arg (bits 0-7), 4 bits each. */
+#define INSN_MARK_STR_(x)	#x
+#define INSN_MARK_STR(x)	INSN_MARK_STR_(x)
+#define INSN_MARK_INSN	"movk xzr, #(" INSN_MARK_STR(INSN_MARK_A64_MAGIC) " << 8 | " \
+			"(%c0 >> 4 & 0xf0) | (%c0 & 0xf)), lsl #48"
 #else
 #define INSN_MARK_INSN	""
 #endif

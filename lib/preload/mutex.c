@@ -55,11 +55,6 @@ RSP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 	return RSP_TAB(mutex_unlock)(m);
 }
 
-/* The fast path. */
-static int fast_lock(pthread_mutex_t *m)
-{
-	FAST_ACQUIRE(rsp_real.mutex_lock(m));
-}
 
 static int fast_trylock(pthread_mutex_t *m)
 {
@@ -77,7 +72,7 @@ static int fast_clocklock(pthread_mutex_t *m, clockid_t clock, const struct time
 }
 
 /*
- * Can this unlock not fail? glibc: a default (timed) mutex's always
+ * Can this unlock (or lock) not fail? glibc: a default (timed) mutex's always
  * succeeds: __kind without a type (error-checking, recursive, adaptive),
  * robust, priority or elision bit (only process-shared, 128, may be
  * set). __kind's place and values are ABI: the static initializers
@@ -95,6 +90,43 @@ static inline int unlock_sure(const pthread_mutex_t *m)
 
 RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m),
 		 unlock_sure(m))
+
+/*
+ * The fast path's lock: a lock that cannot fail (the same default kinds:
+ * glibc's lock of one returns 0, only blocking while contended) that
+ * begins a section sets REQUEST before the call, which is then a tail
+ * call. A preemption once REQUEST is set, still before the lock is taken,
+ * gets the section its grant early (the lock is about to be held; the
+ * other order leaves a window in which the new holder runs without
+ * REQUEST). A grant while the call sleeps on a contended lock ends at the
+ * futex system call (merged ABI: a system call ends a grant), and a
+ * REQUEST the kernel cleared for it is found clear at the release (the
+ * section then runs without one, as an interrupted one does). Anything
+ * else, nested locks among them, takes the lock first (FAST_ACQUIRE).
+ */
+static __attribute__((noinline)) int fast_lock_slow(pthread_mutex_t *m)
+{
+	FAST_ACQUIRE(rsp_real.mutex_lock(m));
+}
+
+static __attribute__((noinline)) int fast_lock_inner(pthread_mutex_t *m)
+{
+	rsp_thr.neg += 1;	/* undo rsp_outer_acquire() */
+	return fast_lock_slow(m);
+}
+
+static int fast_lock(pthread_mutex_t *m)
+{
+	struct rsp_thread *t = &rsp_thr;
+
+	if (rsp_likely(unlock_sure(m))) {
+		if (rsp_unlikely(!rsp_outer_acquire(t)))
+			return fast_lock_inner(m);
+		rsp_request(t->word);
+		return rsp_real.mutex_lock(m);
+	}
+	return fast_lock_slow(m);
+}
 
 /* The general path. */
 static int general_lock(pthread_mutex_t *m)

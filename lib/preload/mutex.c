@@ -72,13 +72,14 @@ static int fast_clocklock(pthread_mutex_t *m, clockid_t clock, const struct time
 }
 
 /*
- * Can this unlock (or lock) not fail? glibc: a default (timed) mutex's always
+ * Can this lock not fail? glibc: a default (timed) mutex's lock (and
+ * unlock) always
  * succeeds: __kind without a type (error-checking, recursive, adaptive),
  * robust, priority or elision bit (only process-shared, 128, may be
  * set). __kind's place and values are ABI: the static initializers
  * (PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP...) write them.
  */
-static inline int unlock_sure(const pthread_mutex_t *m)
+static inline int lock_sure(const pthread_mutex_t *m)
 {
 #ifdef __GLIBC__
 	return !(m->__data.__kind & 0x37f);
@@ -88,8 +89,18 @@ static inline int unlock_sure(const pthread_mutex_t *m)
 #endif
 }
 
-RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m),
-		 unlock_sure(m))
+/*
+ * The outermost release does not look at the kind: an unlock fails only
+ * where the thread does not own the mutex (EPERM: error-checking,
+ * recursive, robust and priority kinds), and at depth 0 that takes the
+ * slow path anyway (nothing counted). A failing unlock while the thread
+ * holds exactly one counted lock (a program's error) ends that section
+ * early: REQUEST clear, depth 0, the call's result unchanged; the held
+ * lock's own unlock then finds nothing counted. Only the extension is
+ * lost, as when the kernel clears REQUEST. Inner releases (the slow
+ * path) still count only what succeeded.
+ */
+RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m), 1)
 
 /*
  * The fast path's lock: a lock that cannot fail (the same default kinds:
@@ -119,7 +130,7 @@ static int fast_lock(pthread_mutex_t *m)
 {
 	struct rsp_thread *t = &rsp_thr;
 
-	if (rsp_likely(unlock_sure(m))) {
+	if (rsp_likely(lock_sure(m))) {
 		if (rsp_unlikely(!rsp_outer_acquire(t)))
 			return fast_lock_inner(m);
 		rsp_request(t->word);

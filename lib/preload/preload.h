@@ -340,6 +340,9 @@ void rsp_configure(void);
 enum rsp_mode rsp_pick(void);
 extern int rsp_off;
 
+/* RSP_PASS: bind the loaded objects' GOT slots to the real functions (rebind.c). */
+void rsp_rebind(void);
+
 #pragma GCC visibility pop
 
 #endif /* RSEQ_SLICE_PRELOAD_H */

@@ -103,17 +103,42 @@ static inline int lock_sure(const pthread_mutex_t *m)
 RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m), 1)
 
 /*
+ * Is the mutex free right now (a racy peek at glibc's lock word)? A lock
+ * that waits may sleep, and a thread that sleeps and wakes on another CPU
+ * (or with another mm_cid) finds REQUEST cleared by the kernel (7.2:
+ * rseq_slice_clear_user() when the IDs changed), so a REQUEST set before
+ * a contended lock may be gone by the time the lock is held.
+ */
+static inline int lock_free(const pthread_mutex_t *m)
+{
+#if defined(__GLIBC__) && (defined(__x86_64__) || defined(__i386__))
+	int busy;
+
+	/* One CMP on the memory operand (a compiler's load would add a MOV). */
+	__asm__ ("cmpl $0, %1" : "=@ccne" (busy) : "m" (m->__data.__lock));
+	return !busy;
+#elif defined(__GLIBC__)
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
+#else
+	(void)m;
+	return 0;
+#endif
+}
+
+/*
  * The fast path's lock: a lock that cannot fail (the same default kinds:
- * glibc's lock of one returns 0, only blocking while contended) that
- * begins a section sets REQUEST before the call, which is then a tail
- * call. A preemption once REQUEST is set, still before the lock is taken,
- * gets the section its grant early (the lock is about to be held; the
- * other order leaves a window in which the new holder runs without
- * REQUEST). A grant while the call sleeps on a contended lock ends at the
- * futex system call (merged ABI: a system call ends a grant), and a
- * REQUEST the kernel cleared for it is found clear at the release (the
- * section then runs without one, as an interrupted one does). Anything
- * else, nested locks among them, takes the lock first (FAST_ACQUIRE).
+ * glibc's lock of one returns 0, only blocking while contended), free as
+ * far as a peek can tell, that begins a section sets REQUEST before the
+ * call, which is then a tail call. A preemption once REQUEST is set,
+ * still before the lock is taken, gets the section its grant early (the
+ * lock is about to be held; the other order leaves a window in which the
+ * new holder runs without REQUEST). A mutex taken by another thread
+ * between the peek and the call is waited for with REQUEST set: a grant
+ * then ends at the futex system call (merged ABI: a system call ends a
+ * grant), and a REQUEST the kernel cleared meanwhile is found clear at the
+ * release (that section runs without one, as an interrupted one does).
+ * A mutex found held, and nested locks, take the lock first and set
+ * REQUEST after it (FAST_ACQUIRE).
  */
 static __attribute__((noinline)) int fast_lock_slow(pthread_mutex_t *m)
 {
@@ -130,7 +155,7 @@ static int fast_lock(pthread_mutex_t *m)
 {
 	struct rsp_thread *t = &rsp_thr;
 
-	if (rsp_likely(lock_sure(m))) {
+	if (rsp_likely(lock_sure(m) && lock_free(m))) {
 		if (rsp_unlikely(!rsp_outer_acquire(t)))
 			return fast_lock_inner(m);
 		rsp_request(t->word);

@@ -340,7 +340,7 @@ void rsp_configure(void);
 enum rsp_mode rsp_pick(void);
 extern int rsp_off;
 
-/* RSP_PASS: bind the loaded objects' GOT slots to the real functions (rebind.c). */
+/* Bind the loaded objects' GOT slots to what rsp_tab holds (rebind.c). */
 void rsp_rebind(void);
 
 #pragma GCC visibility pop

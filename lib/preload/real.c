@@ -78,7 +78,6 @@ static void select_all(enum rsp_mode mode)
 
 int rsp_resolve(void)
 {
-	enum rsp_mode mode;
 	int old = 0;
 
 	if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2)
@@ -115,10 +114,8 @@ int rsp_resolve(void)
 	 * filled (it either went through rsp_resolve() or was created after
 	 * this, both of which order it after these stores).
 	 */
-	mode = rsp_pick();
-	select_all(mode);
-	if (mode == RSP_PASS)
-		rsp_rebind();
+	select_all(rsp_pick());
+	rsp_rebind();
 	resolving = 0;
 	__atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
 	return 1;

@@ -1,24 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Stepping aside for good (RSP_PASS: RSEQ_SLICE_PRELOAD=0, or no backend
- * for this process). The wrappers are then the real functions behind one
- * jump, jmp *rsp_tab+N(%rip): one instruction, but one more taken branch
- * a call, which is about 1.16x an uncontended mutex pair natively
- * (scripts/bench --interposer). The objects loaded so far were bound to
- * the wrappers by the dynamic loader, in their GOTs; rsp_rebind() binds
- * them to the real functions instead, so that a call does not pass
- * through this library at all. Objects loaded later (dlopen) keep the
- * jump.
+ * Binding the program past the table. Each exported wrapper is one jump
+ * through rsp_tab, jmp *rsp_tab+N(%rip): one instruction, but one more
+ * taken branch a call, which switched off costs about 1.16x an
+ * uncontended mutex pair natively (scripts/bench --interposer), and on
+ * two instructions a pair. The objects loaded so far were bound to the
+ * wrappers by the dynamic loader, in their GOTs; once rsp_tab is set,
+ * rsp_rebind() binds them to what it holds instead: the real functions
+ * (RSP_PASS: RSEQ_SLICE_PRELOAD=0, or no backend), so that a call does
+ * not pass through this library at all, or the fast or general path's
+ * function itself. Objects loaded later (dlopen) keep the jump.
  *
  * A slot is rebound when it belongs to one of the wrapped names and holds
  * this library's wrapper (bound now), or an address inside its own
  * object (a lazy binding's PLT entry, not resolved yet: the loader would
- * resolve it to the wrapper, which would jump to the same real function,
- * dlsym()'s default version). A slot that holds anything else (another
- * interposer preloaded before this one) is left alone; one preloaded
- * after it is what rsp_real holds (RTLD_NEXT), and stays on the path.
- * Slots in the RELRO part are made writable for the store and read-only
- * again. Only the RELA architectures (x86-64, arm64); elsewhere a no-op.
+ * resolve it to the wrapper, which would jump to the same place). A slot
+ * that holds anything else (another interposer preloaded before this
+ * one) is left alone; one preloaded after it is what rsp_real holds
+ * (RTLD_NEXT), and stays on the path. Slots in the RELRO part are made
+ * writable for the store and read-only again. A program that compares
+ * a wrapped function's address with one taken in a later object sees
+ * two. Only the RELA architectures (x86-64, arm64); elsewhere a no-op.
  */
 #define _GNU_SOURCE
 #include "preload.h"
@@ -43,10 +45,10 @@
 struct bind {
 	const char *name;
 	void *wrapper;
-	void *real;
+	void *to;
 };
 
-#define B(field, sym)	{ #sym, (void *)sym, (void *)rsp_real.field }
+#define B(field, sym)	{ #sym, (void *)sym, (void *)rsp_tab.field }
 
 static uintptr_t self_base;
 static long page;
@@ -110,12 +112,12 @@ static void rebind_rela(const struct dl_phdr_info *info, const ElfW(Rela) *r, si
 		if (strncmp(name, "pthread_", 8))
 			continue;
 		for (j = 0; j < nb; j++) {
-			if (strcmp(name, b[j].name) || !b[j].real)
+			if (strcmp(name, b[j].name) || !b[j].to)
 				continue;
 			slot = (void **)(info->dlpi_addr + r[i].r_offset);
 			v = *slot;
 			if (v == b[j].wrapper || (type == R_SLOT && in_object(info, (uintptr_t)v)))
-				store(info, slot, b[j].real);
+				store(info, slot, b[j].to);
 			break;
 		}
 	}

@@ -72,24 +72,6 @@ static int fast_clocklock(pthread_mutex_t *m, clockid_t clock, const struct time
 }
 
 /*
- * Can this lock not fail? glibc: a default (timed) mutex's lock (and
- * unlock) always
- * succeeds: __kind without a type (error-checking, recursive, adaptive),
- * robust, priority or elision bit (only process-shared, 128, may be
- * set). __kind's place and values are ABI: the static initializers
- * (PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP...) write them.
- */
-static inline int lock_sure(const pthread_mutex_t *m)
-{
-#ifdef __GLIBC__
-	return !(m->__data.__kind & 0x37f);
-#else
-	(void)m;
-	return 0;
-#endif
-}
-
-/*
  * The outermost release does not look at the kind: an unlock fails only
  * where the thread does not own the mutex (EPERM: error-checking,
  * recursive, robust and priority kinds), and at depth 0 that takes the
@@ -103,22 +85,35 @@ static inline int lock_sure(const pthread_mutex_t *m)
 RSP_FAST_RELEASE(fast_unlock, (pthread_mutex_t *m), (m), rsp_real.mutex_unlock(m), 1)
 
 /*
- * Is the mutex free right now (a racy peek at glibc's lock word)? A lock
- * that waits may sleep, and a thread that sleeps and wakes on another CPU
- * (or with another mm_cid) finds REQUEST cleared by the kernel (7.2:
- * rseq_slice_clear_user() when the IDs changed), so a REQUEST set before
- * a contended lock may be gone by the time the lock is held.
+ * May this lock set REQUEST before the call, and make it a tail call?
+ * Only if the mutex is free right now, as far as a racy peek at glibc's
+ * __owner can tell (0: no owner; every kind sets it once the lock is
+ * held, and glibc's place for it is ABI, the static initializers write
+ * the struct). One compare says two things:
+ *
+ * - the lock cannot fail: a free mutex's lock returns 0 whatever its
+ *   kind (EDEADLK, EAGAIN and EOWNERDEAD need an owner, ENOTRECOVERABLE
+ *   leaves __owner PTHREAD_MUTEX_NOTRECOVERABLE). The one exception is a
+ *   priority-protection mutex locked by a real-time thread above its
+ *   ceiling (EINVAL, a program's error), which would be counted: the
+ *   thread's depth stays one too high, so its sections run on with
+ *   REQUEST set (grants outside its locks, each as bounded as any);
+ * - the lock will not wait: a wait sleeps, and a thread that sleeps
+ *   finds REQUEST cleared (rseq_slice.ko clears it at every switch, 7.2
+ *   when the thread comes back with other IDs: rseq_slice_clear_user()),
+ *   so a REQUEST set before a contended lock would be gone by the time
+ *   the lock is held.
  */
-static inline int lock_free(const pthread_mutex_t *m)
+static inline int lock_fast(const pthread_mutex_t *m)
 {
 #if defined(__GLIBC__) && (defined(__x86_64__) || defined(__i386__))
-	int busy;
+	int owned;
 
 	/* One CMP on the memory operand (a compiler's load would add a MOV). */
-	__asm__ ("cmpl $0, %1" : "=@ccne" (busy) : "m" (m->__data.__lock));
-	return !busy;
+	__asm__ ("cmpl $0, %1" : "=@ccne" (owned) : "m" (m->__data.__owner));
+	return !owned;
 #elif defined(__GLIBC__)
-	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0;
+	return __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == 0;
 #else
 	(void)m;
 	return 0;
@@ -126,10 +121,9 @@ static inline int lock_free(const pthread_mutex_t *m)
 }
 
 /*
- * The fast path's lock: a lock that cannot fail (the same default kinds:
- * glibc's lock of one returns 0, only blocking while contended), free as
- * far as a peek can tell, that begins a section sets REQUEST before the
- * call, which is then a tail call. A preemption once REQUEST is set,
+ * The fast path's lock: a lock of a mutex that looks free (lock_fast())
+ * that begins a section sets REQUEST before the call, which is then a
+ * tail call. A preemption once REQUEST is set,
  * still before the lock is taken, gets the section its grant early (the
  * lock is about to be held; the other order leaves a window in which the
  * new holder runs without REQUEST). A mutex taken by another thread
@@ -155,7 +149,7 @@ static int fast_lock(pthread_mutex_t *m)
 {
 	struct rsp_thread *t = &rsp_thr;
 
-	if (rsp_likely(lock_sure(m) && lock_free(m))) {
+	if (rsp_likely(lock_fast(m))) {
 		if (rsp_unlikely(!rsp_outer_acquire(t)))
 			return fast_lock_inner(m);
 		rsp_request(t->word);

@@ -313,7 +313,7 @@ static inline void rseq_slice_cs_begin(void)
 {
 	struct rseq_slice_tls *t = &rseq_slice_tls;
 
-	if (t->depth++ == 0 && t->word)
+	if (__builtin_expect(t->depth++ == 0, 1) && t->word)
 		rseq_slice_word_store(t->word, 1);
 }
 
@@ -328,7 +328,7 @@ static inline int rseq_slice_cs_end(void)
 	struct rseq_slice_tls *t = &rseq_slice_tls;
 	int ret;
 
-	if (t->depth != 1) {
+	if (__builtin_expect(t->depth != 1, 0)) {
 		if (t->depth == 0)
 			return -EINVAL;
 		t->depth--;
@@ -336,7 +336,7 @@ static inline int rseq_slice_cs_end(void)
 	}
 	t->depth = 0;
 	rseq_slice_barrier();
-	if (t->word && rseq_slice_arch_test_clear(t->word, 0))
+	if (__builtin_expect(t->word != 0, 1) && rseq_slice_arch_test_clear(t->word, 0))
 		return RSEQ_SLICE_END_SUCCESS;
 	ret = rseq_slice_cs_clear();
 	return ret == RSEQ_SLICE_END_GRANTED ? rseq_slice_cs_yield() : ret;

@@ -10,6 +10,7 @@
  *   preload_test               the test: the transcript without, with,
  *                              and switched off (RSEQ_SLICE_PRELOAD=0),
  *                              compared; then a contended run
+ *   preload_test bound         where the program's mutex calls are bound
  *   preload_test transcript    print the transcript: each call's result,
  *                              and the interposer's depth where known
  *   preload_test contend N     THREADS threads, N sections each on one
@@ -669,6 +670,21 @@ static void contended(const char *so, const char *env, int want, const char *bac
 				 backend, sections, n);
 }
 
+/*
+ * "bound": where the program's own references to the mutex calls lead
+ * (its GOT): "bound libc" when both are the C library's, as with no
+ * interposer, or as RSEQ_SLICE_PRELOAD=0 leaves them (rebind.c).
+ */
+static int bound(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	void *lock = (void *)pthread_mutex_lock, *unlock = (void *)pthread_mutex_unlock;
+
+	printf("bound %s\n", libc && lock == dlsym(libc, "pthread_mutex_lock") &&
+	       unlock == dlsym(libc, "pthread_mutex_unlock") ? "libc" : "interposer");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct result plain, with, off;
@@ -680,6 +696,8 @@ int main(int argc, char **argv)
 		return transcript();
 	if (argc > 2 && !strcmp(argv[1], "contend"))
 		return contend(atol(argv[2]));
+	if (argc > 1 && !strcmp(argv[1], "bound"))
+		return bound();
 
 	if (env_so) {
 		snprintf(so, sizeof(so), "%s", env_so);
@@ -692,7 +710,7 @@ int main(int argc, char **argv)
 		strcpy(slash ? slash + 1 : so, "librseq_slice_preload.so");
 	}
 	ksft_print_header();
-	ksft_set_plan(10);
+	ksft_set_plan(11);
 	if (access(so, R_OK))
 		ksft_exit_fail_msg("no interposer at %s\n", so);
 	ksft_print_msg("interposer %s\n", so);
@@ -738,5 +756,17 @@ int main(int argc, char **argv)
 		print_lines("differs: ", off.out);
 	/* The library's RSEQ_SLICE_BACKEND=none: as if there were no extension. */
 	contended(so, "RSEQ_SLICE_BACKEND=none", 0, "kernel");
+
+	/*
+	 * Switched off, the interposer steps out of the way: the program's
+	 * calls are bound to the C library's functions again. Counting, it
+	 * stays on the path (which shows that the check can tell).
+	 */
+	run(&off, so, "bound", NULL, "RSEQ_SLICE_PRELOAD=0");
+	run(&with, so, "bound", NULL, NULL);
+	print_lines("RSEQ_SLICE_PRELOAD=0: ", off.out);
+	print_lines("counting: ", with.out);
+	ksft_test_result(!strcmp(off.out, "bound libc\n") && !strcmp(with.out, "bound interposer\n"),
+			 "RSEQ_SLICE_PRELOAD=0: the program's calls bound to the C library again\n");
 	ksft_finished();
 }

@@ -82,24 +82,78 @@ void rsp_select_cond(enum rsp_mode mode);
 /* --- the thread's state, shared by the fast and the general paths ------- */
 
 /*
- * depth: locks held, by the wrappers' count, with RSP_UNTRIED while the
- * thread was not enabled yet (every thread starts so: the TLS image; a
- * fork child again). word: the 32-bit word whose bit 0 is REQUEST (the
- * merged ABI's slice_ctrl.request on a little-endian machine, byte 1 its
- * granted), or none_word where the thread has no backend.
+ * neg: the fast paths' word, minus the number of locks held by the
+ * wrappers' count (0 outside a section, -1 in an outermost one), so that
+ * one read-modify-write instruction both counts and says whether the
+ * acquire or release was the outermost (rsp_outer_acquire(),
+ * rsp_outer_release()). While the thread is not enabled yet (every thread
+ * starts so: the TLS image; a fork child again) @untried is set, the count
+ * is in @held_untried and neg is RSP_POISON, which neither fast test
+ * passes (the slow paths undo what the fast one did to it). word: the
+ * 32-bit word whose bit 0 is REQUEST (the merged ABI's slice_ctrl.request
+ * on a little-endian machine, byte 1 its granted), or none_word where the
+ * thread has no backend.
  */
-#define RSP_UNTRIED	0x80000000U
+#define RSP_POISON	0x40000000
 
 struct rsp_thread {
-	unsigned int depth;
+	int neg;
 	uint32_t *word;
+	unsigned int held_untried;
 	uint32_t none_word;
+	unsigned char untried;
 	unsigned char cleared;	/* rsp_enter() cleared REQUEST in a section */
 	unsigned char restart;	/* ... at its end: a new one if it goes on */
 	unsigned char yield_after; /* granted at the clear: yield after the call */
 };
 
 extern RSP_TLS struct rsp_thread rsp_thr;
+
+/* Locks held, by the wrappers' count. */
+static inline unsigned int rsp_held(const struct rsp_thread *t)
+{
+	return t->untried ? t->held_untried : (unsigned int)-t->neg;
+}
+
+static inline void rsp_set_held(struct rsp_thread *t, unsigned int d)
+{
+	if (t->untried)
+		t->held_untried = d;
+	else
+		t->neg = -(int)d;
+}
+
+/*
+ * The outermost acquire's count: neg -= 1, true if it was 0 (an unsigned
+ * borrow, the carry flag on x86). Not true: nested, or not enabled; neg
+ * is one less than it was either way (the slow path adds it back).
+ */
+static inline __attribute__((always_inline)) int rsp_outer_acquire(struct rsp_thread *t)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__ goto("subl $1, %0\n\tjnc %l[inner]"
+				  : : "m" (t->neg) : "cc", "memory" : inner);
+	return 1;
+inner:
+	return 0;
+#else
+	return t->neg-- == 0;
+#endif
+}
+
+/* The outermost release's count: neg += 1, true if it is 0 now. */
+static inline __attribute__((always_inline)) int rsp_outer_release(struct rsp_thread *t)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__asm__ __volatile__ goto("addl $1, %0\n\tjne %l[inner]"
+				  : : "m" (t->neg) : "cc", "memory" : inner);
+	return 1;
+inner:
+	return 0;
+#else
+	return ++t->neg == 0;
+#endif
+}
 
 /*
  * Set REQUEST: a 32-bit store of bit 0, as wide as the test-and-clear that
@@ -119,7 +173,7 @@ static inline void rsp_request(uint32_t *w)
  * Clear REQUEST; true if it was still set (no grant, no preemption since):
  * CPU-local, so that a grant cannot slip between a load and a store.
  */
-static inline int rsp_test_clear(uint32_t *w)
+static inline __attribute__((always_inline)) int rsp_test_clear(uint32_t *w)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__asm__ __volatile__ goto("btrl $0, %0\n\tjnc %l[was_clear]"
@@ -133,24 +187,26 @@ was_clear:
 }
 
 /* The rare cases of the fast path (section.c). */
-void rsp_acquired_more(struct rsp_thread *t, unsigned int d);
+void rsp_acquired_more(struct rsp_thread *t);
 void rsp_released_inner(struct rsp_thread *t, unsigned int d);
 int rsp_end_found(struct rsp_thread *t);
 void rsp_inner_done(void);
 void rsp_end_yield(struct rsp_thread *t);
 
-/* The fast path after a call that took a lock. */
+/*
+ * The fast path after a call that took a lock. The outermost acquire
+ * whose call cannot fail does better (mutex.c's fast_lock()): it sets
+ * REQUEST before the call and makes it a tail call.
+ */
 static inline __attribute__((always_inline)) void rsp_acquired(void)
 {
 	struct rsp_thread *t = &rsp_thr;
-	unsigned int d = t->depth;
 
-	if (rsp_likely(d == 0)) {
-		t->depth = 1;
+	if (rsp_likely(rsp_outer_acquire(t))) {
 		rsp_request(t->word);
 		return;
 	}
-	rsp_acquired_more(t, d);
+	rsp_acquired_more(t);
 }
 
 /*
@@ -158,17 +214,19 @@ static inline __attribute__((always_inline)) void rsp_acquired(void)
  * @args, which cannot fail where @sure. The outermost clears REQUEST
  * before the call; with it still set there (no grant, no preemption) and
  * @sure the section is over, and the call is a tail call. Anything else
- * (an inner or uncounted release, a grant found, a call that may fail)
- * is @name_slow's.
+ * is one of three slow paths: @name_slow (the call may fail: nothing
+ * counted yet), @name_inner (an inner or uncounted release: neg already
+ * one more) and @name_end (the outermost, REQUEST found clear: a grant
+ * may be running; neg already 0).
  */
 #define RSP_FAST_RELEASE(name, params, args, call, sure)		\
 	static __attribute__((noinline)) int name##_slow params		\
 	{								\
 		struct rsp_thread *t = &rsp_thr;			\
-		unsigned int d = t->depth;				\
+		unsigned int d = rsp_held(t);				\
 		int ret, granted = 0;					\
 									\
-		if (d != 1) {						\
+		if (d != 1 || t->untried) {				\
 			ret = call;					\
 			if (!ret)					\
 				rsp_released_inner(t, d);		\
@@ -184,17 +242,40 @@ static inline __attribute__((always_inline)) void rsp_acquired(void)
 			rsp_request(t->word);	/* still held */	\
 			return ret;					\
 		}							\
-		t->depth = 0;						\
+		t->neg = 0;						\
 		return 0;						\
+	}								\
+									\
+	static __attribute__((noinline)) int name##_inner params	\
+	{								\
+		rsp_thr.neg -= 1;					\
+		return name##_slow args;				\
+	}								\
+									\
+	static __attribute__((noinline)) int name##_end params		\
+	{								\
+		struct rsp_thread *t = &rsp_thr;			\
+		int ret, granted = rsp_end_found(t);			\
+									\
+		ret = call;						\
+		if (granted)						\
+			rsp_end_yield(t);				\
+		if (ret) {						\
+			t->neg = -1;					\
+			rsp_request(t->word);	/* still held */	\
+		}							\
+		return ret;						\
 	}								\
 									\
 	static int name params						\
 	{								\
 		struct rsp_thread *t = &rsp_thr;			\
 									\
-		if (rsp_likely(t->depth == 1 && (sure)) &&		\
-		    rsp_likely(rsp_test_clear(t->word))) {		\
-			t->depth = 0;					\
+		if (rsp_likely(sure)) {					\
+			if (rsp_unlikely(!rsp_outer_release(t)))	\
+				return name##_inner args;		\
+			if (rsp_unlikely(!rsp_test_clear(t->word)))	\
+				return name##_end args;			\
 			return call;					\
 		}							\
 		return name##_slow args;				\
@@ -236,7 +317,16 @@ void rsp_leave(int delta);
  * ordered CPU: on arm64 a thread could jump to a new entry and still read
  * a stale rsp_real. A plain load on x86, one LDAR on arm64.
  */
+#if defined(__x86_64__) || defined(__i386__)
+/*
+ * x86: every load is an acquire (TSO) and an aligned pointer's is single
+ * copy atomic, so a plain read, which the compiler folds into the jump:
+ * the wrapper is one instruction, jmp *rsp_tab+N(%rip).
+ */
+#define RSP_TAB(field)	(rsp_tab.field)
+#else
 #define RSP_TAB(field)	__atomic_load_n(&rsp_tab.field, __ATOMIC_ACQUIRE)
+#endif
 
 /* Set one entry of rsp_tab (a thread may be jumping through it). */
 #define RSP_SET(field, fn) __atomic_store_n(&rsp_tab.field, fn, __ATOMIC_RELEASE)
@@ -249,6 +339,9 @@ void rsp_leave(int delta);
 void rsp_configure(void);
 enum rsp_mode rsp_pick(void);
 extern int rsp_off;
+
+/* Bind the loaded objects' GOT slots to what rsp_tab holds (rebind.c). */
+void rsp_rebind(void);
 
 #pragma GCC visibility pop
 

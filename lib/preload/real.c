@@ -115,6 +115,7 @@ int rsp_resolve(void)
 	 * this, both of which order it after these stores).
 	 */
 	select_all(rsp_pick());
+	rsp_rebind();
 	resolving = 0;
 	__atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
 	return 1;

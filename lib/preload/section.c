@@ -41,18 +41,18 @@
 #include <unistd.h>
 #include <sys/rseq.h>
 
-RSP_TLS struct rsp_thread rsp_thr = { .depth = RSP_UNTRIED };
+RSP_TLS struct rsp_thread rsp_thr = { .neg = RSP_POISON, .untried = 1 };
 
 #define thr rsp_thr
-
-static unsigned int held(const struct rsp_thread *t)
-{
-	return t->depth & ~RSP_UNTRIED;
-}
+#define held rsp_held
 
 int rsp_off;
 static int stats_on;
-/* RSEQ_SLICE_PRELOAD_BENCH=merged-stores: the fast path on the rseq area, unregistered. */
+/*
+ * RSEQ_SLICE_PRELOAD_BENCH=merged-stores: the fast path on the rseq area,
+ * unregistered (on none_word where there is no rseq area: under valgrind,
+ * which counts the same instructions).
+ */
 static int bench_stores;
 /* The wrappers are the real functions: off, or no backend. */
 static int pass;
@@ -73,12 +73,16 @@ static void enable(struct rsp_thread *t)
 {
 	int b;
 
-	t->depth &= ~RSP_UNTRIED;
+	if (t->untried) {
+		t->untried = 0;
+		t->neg = -(int)t->held_untried;
+	}
 	t->word = &t->none_word;
 	if (rsp_unlikely(bench_stores)) {
 		/* Not enabled: the word is only stored to, as the merged ABI's. */
-		t->word = (uint32_t *)((char *)rseq_slice_arch_thread_pointer() + __rseq_offset +
-				       RSEQ_SLICE_CTRL_OFFSET);
+		if (__rseq_size)
+			t->word = (uint32_t *)((char *)rseq_slice_arch_thread_pointer() +
+					       __rseq_offset + RSEQ_SLICE_CTRL_OFFSET);
 		return;
 	}
 	b = rseq_slice_init(want);
@@ -125,7 +129,7 @@ void rsp_enter(enum rsp_kind kind)
 	struct rsp_thread *t = &thr;
 
 	if (!held(t)) {
-		if (kind == RSP_ACQUIRE && (t->depth & RSP_UNTRIED))
+		if (kind == RSP_ACQUIRE && t->untried)
 			enable(t);
 		return;
 	}
@@ -147,13 +151,13 @@ void rsp_leave(int delta)
 	}
 	t->cleared = 0;
 	if (delta < 0 && held(t)) {
-		t->depth--;	/* an unlock of a lock not counted here is ignored */
+		rsp_set_held(t, held(t) - 1);	/* an unlock of a lock not counted here is ignored */
 	} else if (delta > 0 && held(t) == 0) {
-		t->depth++;
+		rsp_set_held(t, 1);
 		begin();
 		return;
 	} else if (delta > 0) {
-		t->depth++;
+		rsp_set_held(t, held(t) + 1);
 	}
 	if (!held(t))
 		return;
@@ -176,20 +180,24 @@ static int word_granted(const uint32_t *w)
 	return ((const uint8_t *)w)[1] != 0;
 }
 
-/* An acquire at depth @d > 0, or the thread's first (RSP_UNTRIED). */
-void rsp_acquired_more(struct rsp_thread *t, unsigned int d)
+/*
+ * An acquire that rsp_outer_acquire() did not find outermost (neg is one
+ * less already, undone here): nested, or the thread's first.
+ */
+void rsp_acquired_more(struct rsp_thread *t)
 {
-	if (d & RSP_UNTRIED) {
-		if (d != RSP_UNTRIED) {
-			t->depth = d + 1;	/* a fork child's inner lock */
+	t->neg += 1;
+	if (t->untried) {
+		if (t->held_untried) {
+			t->held_untried++;	/* a fork child's inner lock */
 			return;
 		}
 		enable(t);
-		t->depth = 1;
+		t->neg = -1;
 		rsp_request(t->word);
 		return;
 	}
-	t->depth = d + 1;
+	t->neg -= 1;
 	/* The call may have slept: the kernel may have cleared REQUEST. */
 	if (word_idle(t->word))
 		rsp_request(t->word);
@@ -198,10 +206,10 @@ void rsp_acquired_more(struct rsp_thread *t, unsigned int d)
 /* A release that succeeded at depth @d other than 1. */
 void rsp_released_inner(struct rsp_thread *t, unsigned int d)
 {
-	if (!(d & ~RSP_UNTRIED))
+	if (!d)
 		return;		/* not counted here */
-	t->depth = d - 1;
-	if (!(d & RSP_UNTRIED) && word_idle(t->word))
+	rsp_set_held(t, d - 1);
+	if (!t->untried && word_idle(t->word))
 		rsp_request(t->word);
 }
 
@@ -210,7 +218,7 @@ void rsp_inner_done(void)
 {
 	struct rsp_thread *t = &thr;
 
-	if (t->depth && !(t->depth & RSP_UNTRIED) && word_idle(t->word))
+	if (t->neg && !t->untried && word_idle(t->word))
 		rsp_request(t->word);
 }
 
@@ -255,7 +263,11 @@ RSP_EXPORT int rseq_slice_preload_stats(unsigned long *v, int n)
 static void child(void)
 {
 	rseq_slice_fini();
-	thr.depth |= RSP_UNTRIED;
+	if (!thr.untried) {
+		thr.held_untried = held(&thr);
+		thr.untried = 1;
+		thr.neg = RSP_POISON;
+	}
 	thr.word = &thr.none_word;
 	thr.cleared = 0;
 	thr.yield_after = 0;
@@ -269,7 +281,7 @@ void rsp_configure(void)
 
 	stats_on = v && *v && strcmp(v, "0");
 	v = getenv("RSEQ_SLICE_PRELOAD_BENCH");
-	bench_stores = v && !strcmp(v, "merged-stores") && __rseq_size;
+	bench_stores = v && !strcmp(v, "merged-stores");
 	v = getenv("RSEQ_SLICE_PRELOAD");
 	if (!v || !*v || !strcmp(v, "1")) {
 		/*

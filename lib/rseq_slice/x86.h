@@ -56,13 +56,16 @@ static inline long rseq_slice_arch_syscall0(long nr)
  */
 static inline int rseq_slice_arch_test_clear(uint32_t *w, unsigned int bit)
 {
-	unsigned char was_set;
-
-	__asm__ __volatile__("btrl %2, %0\n\tsetc %1"
-			     : "+m" (*w), "=qm" (was_set)
-			     : "Ir" (bit)
-			     : "cc", "memory");
-	return was_set;
+	/*
+	 * asm goto: the caller branches on the carry flag itself (no SETC
+	 * and TEST). The word is an input operand, written under the
+	 * "memory" clobber: asm goto may have no outputs on older compilers.
+	 */
+	__asm__ __volatile__ goto("btrl %1, %0\n\tjnc %l[was_clear]"
+				  : : "m" (*w), "Ir" (bit) : "cc", "memory" : was_clear);
+	return 1;
+was_clear:
+	return 0;
 }
 
 /* The thread pointer (__rseq_offset is relative to it). */

@@ -11,8 +11,8 @@
 #       (default 3) of three arms in one boot, the arms' order rotating
 #       from round to round: unloaded (module out, no interposer), off
 #       (module in, interposer with RSEQ_SLICE_PRELOAD=0), on (module in,
-#       interposer on, RSEQ_SLICE_PRELOAD_STATS=1, the module's trace
-#       events on). Prints each run's whole output between
+#       interposer on as a user gets it: the fast path, counting nothing;
+#       the module's stats and trace events on). Prints each run's whole output between
 #       "### run prog=P arm=A rep=R" and "### end rc=RC secs=S" lines,
 #       with the module's stats before and after ("### modstats ...") and
 #       the grants' hold times ("### held {...}") in the on arm;
@@ -179,7 +179,7 @@ if [ $test = 0 ]; then
 				case $arm in
 				unloaded) unload; ENV= ;;
 				off) load; ENV="LD_PRELOAD=$PRELOAD RSEQ_SLICE_PRELOAD=0" ;;
-				on) load; ENV="LD_PRELOAD=$PRELOAD RSEQ_SLICE_PRELOAD_STATS=1" ;;
+				on) load; ENV="LD_PRELOAD=$PRELOAD" ;;
 				esac
 				echo "### run prog=$p arm=$arm rep=$r"
 				[ "$arm" = on ] && { modstats before; trace_on; }

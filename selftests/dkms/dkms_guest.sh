@@ -3,7 +3,8 @@
 # The DKMS lane's guest side (scripts/dkms-lane): run by systemd at each
 # boot of the Debian 12 guest, from the lane's second disk (/run/rs), as
 # root. Boot 1 (6.1): install, use, a kernel update; boot 2 (the 6.12 it
-# installed): loaded at boot, remove, purge. The stage is the kernel command line's rs_stage=N. Prints TAP
+# installed, or the same kernel with rs_update=none): loaded at boot,
+# remove, purge. The stage is the kernel command line's rs_stage=N. Prints TAP
 # lines without numbers, and "# stage N done" at the end; then systemd
 # powers the guest off.
 set -u
@@ -13,6 +14,10 @@ STATE=/var/lib/rs-lane
 mkdir -p "$LOG" "$STATE"
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 stage=$(sed -n 's/.*rs_stage=\([0-9]*\).*/\1/p' /proc/cmdline)
+# The kernel update of stage 1 (its packages, comma-separated), or none:
+# stage 2 boots the same kernel again (the cloud and arm64 lanes).
+update=$(sed -n 's/.*rs_update=\([^ ]*\).*/\1/p' /proc/cmdline)
+update=$(echo "${update:-linux-image-6.12-amd64,linux-headers-6.12-amd64}" | tr ',' ' ')
 
 ok() { echo "ok - $*"; }
 nok() { echo "not ok - $*"; }
@@ -89,6 +94,24 @@ built_for() {
 	esac
 }
 
+# unsuitable CONFIG_X: a kernel whose .config is this one's without X
+# (its headers otherwise): DKMS skips it (exit 77, BUILD_EXCLUSIVE).
+unsuitable() {
+	u=0.0.0-rs-unsuitable
+	mkdir -p "/lib/modules/$u/build"
+	ln -s "/lib/modules/$kver/build/include" "/lib/modules/$u/build/include"
+	grep -v "^$1=" "/lib/modules/$kver/build/.config" >"/lib/modules/$u/build/.config"
+	rc=0
+	dkms install rseq-slice/1.0 -k "$u" >"$LOG/unsuitable.log" 2>&1 || rc=$?
+	if [ "$rc" = 77 ] && grep -q BUILD_EXCLUSIVE "$LOG/unsuitable.log" && [ -z "$(kfile "$u")" ]; then
+		ok "a kernel without $1 is skipped: $(grep -m1 BUILD_EXCLUSIVE "$LOG/unsuitable.log")"
+	else
+		nok "a kernel without $1: dkms exited $rc"
+		sed 's/^/# /' "$LOG/unsuitable.log"
+	fi
+	rm -rf "/lib/modules/$u"
+}
+
 echo "# stage $stage on $(uname -r), PID 1 is $(cat /proc/1/comm)"
 [ "$(cat /proc/1/comm)" = systemd ] && ok "booted with systemd" || nok "PID 1 is not systemd"
 
@@ -106,20 +129,15 @@ case "$stage" in
 	check "the udev rule is installed" test -f /lib/udev/rules.d/60-rseq-slice.rules
 	dpkg -L rseq-slice-dkms | while read -r p; do [ -d "$p" ] || echo "$p"; done >"$STATE/files"
 	echo "# $(wc -l <"$STATE/files") files of rseq-slice-dkms"
-	# A kernel without what the module needs: DKMS skips it, with a message.
-	u=0.0.0-rs-unsuitable
-	mkdir -p "/lib/modules/$u/build"
-	ln -s "/lib/modules/$kver/build/include" "/lib/modules/$u/build/include"
-	grep -v '^CONFIG_KPROBES=' "/lib/modules/$kver/build/.config" >"/lib/modules/$u/build/.config"
-	rc=0
-	dkms install rseq-slice/1.0 -k "$u" >"$LOG/unsuitable.log" 2>&1 || rc=$?
-	if [ "$rc" = 77 ] && grep -q BUILD_EXCLUSIVE "$LOG/unsuitable.log" && [ -z "$(kfile "$u")" ]; then
-		ok "a kernel without CONFIG_KPROBES is skipped: $(grep -m1 BUILD_EXCLUSIVE "$LOG/unsuitable.log")"
-	else
-		nok "a kernel without CONFIG_KPROBES: dkms exited $rc"
-		sed 's/^/# /' "$LOG/unsuitable.log"
+	# A kernel without what the module needs: DKMS skips it, with a
+	# message. KPROBES everywhere; on arm64 also the ftrace option its
+	# hooks need, which dkms.conf picks from the kernel's .config.
+	unsuitable CONFIG_KPROBES
+	if [ "$(uname -m)" = aarch64 ]; then
+		for o in CONFIG_DYNAMIC_FTRACE_WITH_ARGS CONFIG_DYNAMIC_FTRACE_WITH_REGS; do
+			grep -q "^$o=y" "/lib/modules/$kver/build/.config" && unsuitable "$o"
+		done
 	fi
-	rm -rf "/lib/modules/$u"
 	check "apt install the library packages" \
 		sh -c "apt-get -q -y install $RS/debs/librseq-slice1_*.deb $RS/debs/librseq-slice-dev_*.deb >$LOG/lib.log 2>&1 || { cat $LOG/lib.log; exit 1; }"
 	check "the example builds with pkg-config (shared)" \
@@ -189,19 +207,23 @@ case "$stage" in
 	fi
 	# Opt in to loading at boot: checked at the next boot, 6.12's.
 	sed -i 's/^#rseq_slice$/rseq_slice/' /etc/modules-load.d/rseq-slice.conf
-	# A kernel update: its hooks have DKMS build the module for it.
-	check "apt install linux-image-6.12-amd64 linux-headers-6.12-amd64" \
-		sh -c "apt-get -q -y install linux-image-6.12-amd64 linux-headers-6.12-amd64 >$LOG/k612.log 2>&1 || { cat $LOG/k612.log; exit 1; }"
-	k612=$(ls /boot | sed -n 's/^vmlinuz-\(6\.12\..*\)/\1/p' | tail -n 1)
-	echo "$k612" >"$STATE/kver-6.12"
-	grep -E 'dkms|rseq' "$LOG/k612.log" | head -n 4 | sed 's/^/# /'
-	built_for "$k612"
-	check "the guest's 6.12 kernel goes to the host (third disk)" \
-		tar -C /boot -cf /dev/vdc "vmlinuz-$k612" "initrd.img-$k612"
+	if [ "$update" = none ]; then
+		echo "$kver" >"$STATE/kver-next"
+	else
+		# A kernel update: its hooks have DKMS build the module for it.
+		check "apt install $update" \
+			sh -c "apt-get -q -y install $update >$LOG/kupdate.log 2>&1 || { cat $LOG/kupdate.log; exit 1; }"
+		knext=$(ls /boot | sed -n 's/^vmlinuz-//p' | grep -vxF "$kver" | tail -n 1)
+		echo "$knext" >"$STATE/kver-next"
+		grep -E 'dkms|rseq' "$LOG/kupdate.log" | head -n 4 | sed 's/^/# /'
+		built_for "$knext"
+		check "the guest's $knext kernel goes to the host (third disk)" \
+			tar -C /boot -cf /dev/vdc "vmlinuz-$knext" "initrd.img-$knext"
+	fi
 	;;
 2)
-	k612=$(cat "$STATE/kver-6.12")
-	[ "$(uname -r)" = "$k612" ] && ok "booted $k612" || nok "booted $(uname -r), not $k612"
+	knext=$(cat "$STATE/kver-next")
+	[ "$(uname -r)" = "$knext" ] && ok "booted $knext" || nok "booted $(uname -r), not $knext"
 	if loaded; then ok "loaded at boot: $(kfile "$(uname -r)")"; else nok "not loaded at boot"; fi
 	check "systemd-modules-load inserted it" \
 		sh -c "journalctl -b -o cat | grep \"Inserted module 'rseq_slice'\""
@@ -214,7 +236,7 @@ case "$stage" in
 		sh -c "apt-get -q -y remove rseq-slice-dkms >$LOG/remove.log 2>&1 || { cat $LOG/remove.log; exit 1; }"
 	if loaded; then nok "still loaded after apt remove"; else ok "apt remove unloaded it"; fi
 	left=$(ls /lib/modules/*/updates/dkms/rseq_slice.ko* 2>/dev/null)
-	[ -z "$left" ] && ok "no rseq_slice.ko left under /lib/modules (6.1 and 6.12)" || nok "left: $left"
+	[ -z "$left" ] && ok "no rseq_slice.ko left under /lib/modules ($(ls /lib/modules | tr '\n' ' '| sed 's/ $//'))" || nok "left: $left"
 	check "dkms knows it no more" sh -c '! dkms status rseq-slice | grep -q .'
 	check "its configuration stays until purge" test -f /etc/modprobe.d/rseq-slice.conf
 	check "apt purge rseq-slice-dkms" \

@@ -43,13 +43,6 @@ struct other_thread {
 	int err;
 };
 
-static bool kernel_is_rt(void)
-{
-	struct utsname u;
-
-	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
-}
-
 static void *other_fn(void *arg)
 {
 	struct other_thread *o = arg;
@@ -127,7 +120,7 @@ static int rounds(struct __test_metadata *_metadata, enum other kind, int *judge
 	slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE);
 	ASSERT_EQ(0, o.err) TH_LOG("other thread: %s", strerror(o.err));
 	ksft_print_msg("%s kernel: %d rounds, %d interrupted by the other thread, %d of them granted\n",
-		       kernel_is_rt() ? "PREEMPT_RT" : "non-RT", all, *judged, deferred);
+		       slice_kernel_rt() ? "PREEMPT_RT" : "non-RT", all, *judged, deferred);
 	ASSERT_LE(ROUNDS_MIN, *judged);
 	return deferred;
 }
@@ -155,7 +148,7 @@ FIXTURE_TEARDOWN(rt)
 TEST_F_TIMEOUT(rt, rt_task_wakeup, 300)
 {
 	int n, d = rounds(_metadata, RT_TIMER, &n);
-	if (kernel_is_rt()) {
+	if (slice_kernel_rt()) {
 		EXPECT_NOT_DEFERRED(d, n);
 	} else {
 		EXPECT_DEFERRED(d, n);
@@ -166,7 +159,7 @@ TEST_F_TIMEOUT(rt, fair_timer_wakeup, 300)
 {
 	int n, d = rounds(_metadata, FAIR_TIMER, &n);
 
-	if (kernel_is_rt()) {
+	if (slice_kernel_rt()) {
 		EXPECT_NOT_DEFERRED(d, n);
 	} else {
 		EXPECT_DEFERRED(d, n);
@@ -184,7 +177,7 @@ TEST_F_TIMEOUT(rt, fair_tick_preemption, 300)
 	 * denied: a TIF_NEED_RESCHED came with the tick's request), 74 in
 	 * an earlier one. README, "On PREEMPT_RT".
 	 */
-	if (kernel_is_rt() && !uname(&u) && !strncmp(u.release, "6.1.", 4))
+	if (slice_kernel_rt() && !uname(&u) && !strncmp(u.release, "6.1.", 4))
 		SKIP(return, "6.1-rt defers the tick's preemption rarely, unpredictably");
 	d = rounds(_metadata, FAIR_BUSY, &n);
 	EXPECT_DEFERRED(d, n);

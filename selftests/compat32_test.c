@@ -98,6 +98,7 @@ static pid_t noise_proc_start(int cpu, uint64_t busy_ns, uint64_t sleep_ns)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(0);
 	pin_self(cpu);
+	noise_init(kind);
 	for (;;)
 		noise_round(kind, busy_ns, sleep_ns);
 }

@@ -16,18 +16,24 @@
 #                      ABI upstream's arms use (scripts/bench --twins)
 #   bench.sh -i        instruction counts instead (under scripts/vm
 #                      --count-insns): costbench's -I arms only, see insns()
+#   bench.sh -f [-g NS] the mechanism only (scripts/bench --flavours): the
+#                      yield's cost and the expiry's, with the noise the
+#                      tick preempts for on every kernel (costbench -N
+#                      tick), 2000 grants each
 set -u
 quick=0
 insns=0
+flavours=0
 grant=30000
 merged=0
-while getopts qig:m o; do
+while getopts qig:mf o; do
 	case $o in
+	f) flavours=1 ;;
 	q) quick=1 ;;
 	i) insns=1 ;;
 	g) grant=$OPTARG ;;
 	m) merged=1 ;;
-	*) echo "usage: bench.sh [-q] [-g NS] [-m] | -i" >&2; exit 2 ;;
+	*) echo "usage: bench.sh [-q] [-g NS] [-m] | -i | -f [-g NS]" >&2; exit 2 ;;
 	esac
 done
 secs=3
@@ -169,6 +175,18 @@ abi=module
 if [ $insns = 1 ]; then
 	[ $upstream = 1 ] && echo "$grant" >/sys/kernel/debug/rseq/slice_ext_nsec
 	insns
+	exit 0
+fi
+
+# The flavours: the same noise everywhere, the one whose request
+# PREEMPT_RT defers (the tick's), so that only the grant's timer ends the
+# expiry arm's grants on every kernel.
+if [ $flavours = 1 ]; then
+	[ $upstream = 0 ] || { echo "# bench.sh -f: the module's kernels only" >&2; exit 2; }
+	for b in yield expiry; do
+		./costbench $b -m module -N tick -i 2000 || echo "# costbench $b failed"
+	done
+	cat /sys/kernel/debug/rseq_slice/stats
 	exit 0
 fi
 

@@ -17,9 +17,11 @@
 #   bench.sh -i        instruction counts instead (under scripts/vm
 #                      --count-insns): costbench's -I arms only, see insns()
 #   bench.sh -f [-g NS] the mechanism only (scripts/bench --flavours): the
-#                      yield's cost and the expiry's, with the noise the
-#                      tick preempts for on every kernel (costbench -N
-#                      tick), 2000 grants each
+#                      yield's cost and the expiry's, 1000 grants each,
+#                      with costbench's noise for the kernel (a timer; on
+#                      PREEMPT_RT the tick), and how long the kernel says
+#                      each expiry arm's grant was held (held_ns of its
+#                      rseq_slice_revoke events, one JSON list)
 set -u
 quick=0
 insns=0
@@ -178,14 +180,18 @@ if [ $insns = 1 ]; then
 	exit 0
 fi
 
-# The flavours: the same noise everywhere, the one whose request
-# PREEMPT_RT defers (the tick's), so that only the grant's timer ends the
-# expiry arm's grants on every kernel.
+# The flavours. costbench's expiry time ends when the thread runs again,
+# after the noise has had the CPU; the kernel's held_ns ends at the switch
+# away, whoever runs next: the grant's own tail.
 if [ $flavours = 1 ]; then
 	[ $upstream = 0 ] || { echo "# bench.sh -f: the module's kernels only" >&2; exit 2; }
-	for b in yield expiry; do
-		./costbench $b -m module -N tick -i 2000 || echo "# costbench $b failed"
-	done
+	./costbench yield -m module -i 1000 || echo "# costbench yield failed"
+	trace_on
+	./costbench expiry -m module -i 1000 || echo "# costbench expiry failed"
+	echo 0 >$T/events/rseq_slice/enable
+	awk 'BEGIN { printf "{\"bench\":\"held_expiry\",\"held_ns\":[" }
+	/rseq_slice_revoke:.*held_ns=/ { split($0, a, "held_ns="); printf "%s%.0f", sep, a[2] + 0; sep = "," }
+	END { printf "]}\n" }' $T/trace
 	cat /sys/kernel/debug/rseq_slice/stats
 	exit 0
 fi

@@ -81,14 +81,15 @@ static long yield32(int fd, enum yield_path path)
 }
 
 /*
- * The noise is a process, not a thread: a 32-bit glibc waits for threads
+ * The noise (slice_util.h's noise_round(): a timer, or on PREEMPT_RT
+ * the tick) is a process, not a thread: a 32-bit glibc waits for threads
  * with the 32-bit-time futex call, which kernels without
  * CONFIG_COMPAT_32BIT_TIME (the debug kernel) do not have. It dies with
  * its parent, which may be killed by SIGSEGV.
  */
 static pid_t noise_proc_start(int cpu, uint64_t busy_ns, uint64_t sleep_ns)
 {
-	struct timespec ts = { .tv_nsec = (long)sleep_ns };
+	enum noise_kind kind = noise_kind();
 	pid_t parent = getpid();
 	pid_t pid = fork();
 
@@ -97,10 +98,9 @@ static pid_t noise_proc_start(int cpu, uint64_t busy_ns, uint64_t sleep_ns)
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(0);
 	pin_self(cpu);
-	for (;;) {
-		rseq_slice_busy_wait_ns(busy_ns);
-		nanosleep(&ts, NULL);
-	}
+	noise_init(kind);
+	for (;;)
+		noise_round(kind, busy_ns, sleep_ns);
 }
 
 static void noise_proc_stop(pid_t pid)

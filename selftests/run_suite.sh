@@ -51,10 +51,6 @@ if grep -q ' kasan_report$' /proc/kallsyms 2>/dev/null; then
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:sem.*.signal_ends_grant user:sem.*.signal_ends_grant"
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:overrun.median_follows_grant_ns"
 fi
-# 6.1-rt keeps no promise about the tick's preemption (rt_test).
-case "$(uname -r) $(uname -v)" in
-6.1.*PREEMPT_RT*) EXPECTED_SKIPS="$EXPECTED_SKIPS root:rt.fair_tick_preemption" ;;
-esac
 # In-kernel preemption reschedules inside a page fault before its return.
 if grep -q '(full)' /sys/kernel/debug/sched/preempt 2>/dev/null; then
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:rule1.grant_on_exception_return"

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,13 +274,79 @@ static inline double slice_test_secs(double dflt)
 	return s ? atof(s) : dflt;
 }
 
+/* The kernel is PREEMPT_RT: uname -v names it. */
+static inline bool slice_kernel_rt(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT");
+}
+
 /*
- * A noise thread on the test CPU: busy-waits @busy_ns, sleeps @sleep_ns,
- * again and again. Its wakeups are the reschedule requests the tests need.
+ * How the noise asks for the test CPU (README, "On PREEMPT_RT"):
+ * - timer: it sleeps, and its timer's wakeup is the reschedule request.
+ *   On PREEMPT_RT a fair task's timer expires in the ktimers thread
+ *   (SCHED_FIFO), whose wakeup is a TIF_NEED_RESCHED the module never
+ *   defers there: grants almost never happen (rt_test's
+ *   fair_timer_wakeup: 0-8 rounds of 200 deferred).
+ * - tick: it never sleeps; it stays runnable, so the tick preempts the
+ *   test's thread for it once that thread's slice is used up, and on
+ *   PREEMPT_RT that request is the lazy one the module defers (rt_test's
+ *   fair_tick_preemption). It runs at nice 19 and, having run, gives the
+ *   CPU back (sched_yield()): weighing 15 to the test thread's 1024, a
+ *   few microseconds of running put it past the test thread's virtual
+ *   runtime, so the test's thread gets the CPU back at once, not after a
+ *   slice of the noise's. Measured on 6.1-rt (grants in 2 s under
+ *   emulation): 316 so, 57 busy at nice 0, 0-27 with the timer. At most
+ *   one request per tick (4 ms): far fewer than the timer's, so not
+ *   where the timer works.
+ * The tick on PREEMPT_RT kernels, the timer elsewhere; RSEQ_SLICE_NOISE
+ * (timer or tick) overrides.
+ */
+enum noise_kind { NOISE_TIMER, NOISE_TICK };
+
+static inline enum noise_kind noise_kind(void)
+{
+	const char *s = getenv("RSEQ_SLICE_NOISE");
+
+	if (s && !strcmp(s, "timer"))
+		return NOISE_TIMER;
+	if (s && !strcmp(s, "tick"))
+		return NOISE_TICK;
+	return slice_kernel_rt() ? NOISE_TICK : NOISE_TIMER;
+}
+
+/* The noise's start, in its own thread: the tick's noise is nice 19. */
+static inline void noise_init(enum noise_kind kind)
+{
+	if (kind == NOISE_TICK)
+		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+}
+
+/*
+ * One round of the noise: busy-wait @busy_ns, then sleep @sleep_ns
+ * (timer) or yield the CPU (tick).
+ */
+static inline void noise_round(enum noise_kind kind, uint64_t busy_ns, uint64_t sleep_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(sleep_ns / 1000000000ULL),
+			       .tv_nsec = (long)(sleep_ns % 1000000000ULL) };
+
+	rseq_slice_busy_wait_ns(busy_ns);
+	if (kind == NOISE_TICK)
+		sched_yield();
+	else
+		nanosleep(&ts, NULL);
+}
+
+/*
+ * A noise thread on the test CPU: rounds of noise_round(), again and
+ * again. Its requests for the CPU are the reschedules the tests need.
  */
 struct noise {
 	pthread_t thread;
 	int cpu;
+	enum noise_kind kind;
 	uint64_t busy_ns;
 	uint64_t sleep_ns;
 	volatile bool stop;
@@ -288,13 +356,12 @@ struct noise {
 static void *noise_fn(void *arg)
 {
 	struct noise *n = arg;
-	struct timespec ts = { .tv_nsec = (long)n->sleep_ns };
 
 	pin_self(n->cpu);
+	noise_init(n->kind);
 	rseq_slice_tsc_calibrate(0);
 	while (!n->stop) {
-		rseq_slice_busy_wait_ns(n->busy_ns);
-		nanosleep(&ts, NULL);
+		noise_round(n->kind, n->busy_ns, n->sleep_ns);
 		n->rounds++;
 	}
 	return NULL;
@@ -303,6 +370,7 @@ static void *noise_fn(void *arg)
 static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64_t sleep_ns)
 {
 	n->cpu = cpu;
+	n->kind = noise_kind();
 	n->busy_ns = busy_ns;
 	n->sleep_ns = sleep_ns;
 	n->stop = false;

@@ -16,18 +16,26 @@
 #                      ABI upstream's arms use (scripts/bench --twins)
 #   bench.sh -i        instruction counts instead (under scripts/vm
 #                      --count-insns): costbench's -I arms only, see insns()
+#   bench.sh -f [-g NS] the mechanism only (scripts/bench --flavours): the
+#                      yield's cost and the expiry's, 1000 grants each,
+#                      with costbench's noise for the kernel (a timer; on
+#                      PREEMPT_RT the tick), and how long the kernel says
+#                      each expiry arm's grant was held (held_ns of its
+#                      rseq_slice_revoke events, one JSON list)
 set -u
 quick=0
 insns=0
+flavours=0
 grant=30000
 merged=0
-while getopts qig:m o; do
+while getopts qig:mf o; do
 	case $o in
+	f) flavours=1 ;;
 	q) quick=1 ;;
 	i) insns=1 ;;
 	g) grant=$OPTARG ;;
 	m) merged=1 ;;
-	*) echo "usage: bench.sh [-q] [-g NS] [-m] | -i" >&2; exit 2 ;;
+	*) echo "usage: bench.sh [-q] [-g NS] [-m] | -i | -f [-g NS]" >&2; exit 2 ;;
 	esac
 done
 secs=3
@@ -176,6 +184,22 @@ abi=module
 if [ $insns = 1 ]; then
 	[ $upstream = 1 ] && echo "$grant" >/sys/kernel/debug/rseq/slice_ext_nsec
 	insns
+	exit 0
+fi
+
+# The flavours. costbench's expiry time ends when the thread runs again,
+# after the noise has had the CPU; the kernel's held_ns ends at the switch
+# away, whoever runs next: the grant's own tail.
+if [ $flavours = 1 ]; then
+	[ $upstream = 0 ] || { echo "# bench.sh -f: the module's kernels only" >&2; exit 2; }
+	./costbench yield -m module -i 1000 || echo "# costbench yield failed"
+	trace_on
+	./costbench expiry -m module -i 1000 || echo "# costbench expiry failed"
+	echo 0 >$T/events/rseq_slice/enable
+	awk 'BEGIN { printf "{\"bench\":\"held_expiry\",\"held_ns\":[" }
+	/rseq_slice_revoke:.*held_ns=/ { split($0, a, "held_ns="); printf "%s%.0f", sep, a[2] + 0; sep = "," }
+	END { printf "]}\n" }' $T/trace
+	cat /sys/kernel/debug/rseq_slice/stats
 	exit 0
 fi
 

@@ -13,11 +13,16 @@
  *	a busy vCPU slows the others); with -e that thread is enabled through
  *	/dev/rseq_slice and requests in a loop, so the module's hooks are
  *	armed and grants happen.
- *   costbench yield|expiry -m module|upstream [-i ITER]
+ *   costbench yield|expiry -m module|upstream [-i ITER] [-N timer|tick]
  *	The mechanism itself, on one CPU with a noise thread: "yield" times
  *	the yield of a live grant (from the call to the return, including the
  *	context switch); "expiry" times how long a grant that is never
- *	yielded keeps the CPU.
+ *	yielded keeps the CPU. -N: how the noise asks for the CPU: "timer"
+ *	(it sleeps 50 us; its wakeups can also end a grant early) or "tick"
+ *	(it stays runnable, at nice 19, and yields when it runs, so the tick
+ *	preempts for it and only the grant's timer ends a grant: on
+ *	PREEMPT_RT the only one of the two the module can defer, see
+ *	selftests/slice_util.h). Default: tick on PREEMPT_RT, else timer.
  *   costbench yield|expiry|preempt -m module|upstream -I NAME [-i ITER]
  *	The same in instructions (scripts/vm --count-insns): the noise
  *	thread only sleeps 50 us and counts its wake-ups, and each sample is
@@ -38,6 +43,8 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -301,14 +308,22 @@ static double run_everyone(const char *what, long iters)
 	return (double)(mono_ns() - t0) / iters;
 }
 
+static int noise_tick;
+
 static void *noise_fn(void *arg)
 {
 	struct timespec ts = { 0, 50000 };
 
 	pin(*(int *)arg);
+	/* As selftests/slice_util.h's: at nice 19 it gives the CPU back at once. */
+	if (noise_tick)
+		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	while (!stop) {
 		rseq_slice_busy_wait_ns(2000);
-		nanosleep(&ts, NULL);
+		if (noise_tick)
+			sched_yield();
+		else
+			nanosleep(&ts, NULL);
 	}
 	return NULL;
 }
@@ -381,11 +396,14 @@ static int run_mechanism(const char *what, enum rseq_slice_backend mode, long it
 	pthread_join(th, NULL);
 	rseq_slice_fini();
 	qsort(v, n, sizeof(*v), cmp_u64);
-	printf("{\"bench\":\"%s\",\"abi\":\"%s\",\"n\":%ld,\"misses\":%ld,"
-	       "\"p50_ns\":%llu,\"p99_ns\":%llu,\"max_ns\":%llu}\n",
-	       what, mode == RSEQ_SLICE_BACKEND_MODULE ? "module" : "upstream", n, misses,
+	printf("{\"bench\":\"%s\",\"abi\":\"%s\",\"noise\":\"%s\",\"n\":%ld,\"misses\":%ld,"
+	       "\"p50_ns\":%llu,\"p90_ns\":%llu,\"p99_ns\":%llu,\"p999_ns\":%llu,\"max_ns\":%llu}\n",
+	       what, mode == RSEQ_SLICE_BACKEND_MODULE ? "module" : "upstream",
+	       noise_tick ? "tick" : "timer", n, misses,
 	       n ? (unsigned long long)v[n / 2] : 0,
+	       n ? (unsigned long long)v[n * 9 / 10] : 0,
 	       n ? (unsigned long long)v[n * 99 / 100] : 0,
+	       n ? (unsigned long long)v[n * 999 / 1000] : 0,
 	       n ? (unsigned long long)v[n - 1] : 0);
 	return n ? 0 : 1;
 }
@@ -501,13 +519,23 @@ int main(int argc, char **argv)
 	if (argc < 2) {
 		fprintf(stderr, "usage: costbench %s %s\n",
 			"syscall|pipe|fork|switch|yield|expiry|preempt|selfcheck",
-			"[-i ITER] [-e] [-m module|upstream] [-I NAME]");
+			"[-i ITER] [-e] [-m module|upstream] [-I NAME] [-N timer|tick]");
 		return 2;
 	}
 	what = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "i:em:I:")) != -1) {
+	{
+		struct utsname u;
+
+		noise_tick = !uname(&u) && strstr(u.version, "PREEMPT_RT");
+	}
+	while ((opt = getopt(argc, argv, "i:em:I:N:")) != -1) {
 		switch (opt) {
+		case 'N':
+			if (strcmp(optarg, "tick") && strcmp(optarg, "timer"))
+				return 2;
+			noise_tick = !strcmp(optarg, "tick");
+			break;
 		case 'i': iters = atol(optarg); break;
 		case 'e': enabled = 1; break;
 		case 'I':

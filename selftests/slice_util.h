@@ -283,7 +283,7 @@ static inline bool slice_kernel_rt(void)
 }
 
 /*
- * How the noise asks for the test CPU (README, "On PREEMPT_RT"):
+ * How the noise asks for the test CPU (docs/design.md, "On PREEMPT_RT"):
  * - timer: it sleeps, and its timer's wakeup is the reschedule request.
  *   On PREEMPT_RT a fair task's timer expires in the ktimers thread
  *   (SCHED_FIFO), whose wakeup is a TIF_NEED_RESCHED the module never

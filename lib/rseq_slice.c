@@ -56,6 +56,30 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * One (CLOCK_MONOTONIC, counter) pair: the counter read between two clock
+ * reads, the pair's time their midpoint. An interrupt or a stalled vCPU
+ * between the two reads would put them apart by its length: a bracket
+ * wider than 20 us is read again (100 tries at most). Unbracketed, a
+ * stall between the first two reads once made the counter's nanoseconds
+ * run more than ten times fast in a 6.1-debug guest: a test's 240 s
+ * bound ran out within its program's 21 s.
+ */
+static void clock_pair(uint64_t *t, uint64_t *c)
+{
+	uint64_t a, b;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		a = mono_ns();
+		*c = read_counter();
+		b = mono_ns();
+		if (b - a <= 20000)
+			break;
+	}
+	*t = a + (b - a) / 2;
+}
+
 double rseq_slice_tsc_calibrate(uint64_t ns)
 {
 	uint64_t t0, c0, t1, c1;
@@ -64,11 +88,10 @@ double rseq_slice_tsc_calibrate(uint64_t ns)
 		return rseq_slice_tsc_per_ns;
 	if (!ns)
 		ns = 20000000;
-	t0 = mono_ns();
-	c0 = read_counter();
-	while ((t1 = mono_ns()) - t0 < ns)
+	clock_pair(&t0, &c0);
+	while (mono_ns() - t0 < ns)
 		;
-	c1 = read_counter();
+	clock_pair(&t1, &c1);
 	/* Racing threads compute about the same value: either store is fine. */
 	rseq_slice_tsc_per_ns = (double)(c1 - c0) / (double)(t1 - t0);
 	return rseq_slice_tsc_per_ns;

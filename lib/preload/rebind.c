@@ -48,6 +48,12 @@ struct bind {
 	void *to;
 };
 
+/* The wrapped names, as dl_iterate_phdr()'s argument. */
+struct binds {
+	const struct bind *b;
+	int n;
+};
+
 #define B(field, sym)	{ #sym, (void *)sym, (void *)rsp_tab.field }
 
 static uintptr_t self_base;
@@ -125,6 +131,7 @@ static void rebind_rela(const struct dl_phdr_info *info, const ElfW(Rela) *r, si
 
 static int rebind_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
+	const struct binds *bs = arg;
 	const ElfW(Dyn) *dyn = NULL, *d;
 	const ElfW(Sym) *symtab = NULL;
 	const char *strtab = NULL;
@@ -157,15 +164,15 @@ static int rebind_one(struct dl_phdr_info *info, size_t size, void *arg)
 	if (!symtab || !strtab)
 		return 0;
 	if (jmprel)
-		rebind_rela(info, jmprel, pltsz / sizeof(*jmprel), symtab, strtab, arg, 16);
+		rebind_rela(info, jmprel, pltsz / sizeof(*jmprel), symtab, strtab, bs->b, bs->n);
 	if (rela)
-		rebind_rela(info, rela, relasz / sizeof(*rela), symtab, strtab, arg, 16);
+		rebind_rela(info, rela, relasz / sizeof(*rela), symtab, strtab, bs->b, bs->n);
 	return 0;
 }
 
 void rsp_rebind(void)
 {
-	struct bind b[16] = {
+	struct bind b[] = {
 		B(mutex_lock, pthread_mutex_lock),
 		B(mutex_trylock, pthread_mutex_trylock),
 		B(mutex_timedlock, pthread_mutex_timedlock),
@@ -183,6 +190,7 @@ void rsp_rebind(void)
 		B(cond_timedwait, pthread_cond_timedwait),
 		B(cond_clockwait, pthread_cond_clockwait),
 	};
+	struct binds bs = { b, (int)(sizeof(b) / sizeof(b[0])) };
 	Dl_info di;
 
 	if (!dladdr((void *)rsp_rebind, &di))
@@ -191,7 +199,7 @@ void rsp_rebind(void)
 	page = sysconf(_SC_PAGESIZE);
 	if (page <= 0)
 		return;
-	dl_iterate_phdr(rebind_one, b);
+	dl_iterate_phdr(rebind_one, &bs);
 }
 
 #else

@@ -6,10 +6,25 @@
 # and the module load/unload tests last (they reload the module).
 # Prints TAP; a binary that dies before reporting all its tests gets a
 # "not ok" line for it, so a crash can never read as a pass.
-#   run_suite [-f]   -f: the full lengths (5 s per slice_test, 100000
+#   run_suite [-f] [-p]
+#                    -f: the full lengths (5 s per slice_test, 100000
 #                    grants, 100 module load cycles); default: the CI set
+#                    -p: a kernel booted with another preemption model
+#                    (scripts/test's preempt= lanes): only the tests whose
+#                    paths the model changes (grants, yields, revokes,
+#                    expiry, churn, the library), as root only; not
+#                    the argument checks, permissions and faults the
+#                    default lanes run, nor each test's uid-1000 run
 set -u
-if [ "${1:-}" != -f ]; then
+full=0
+subset=0
+for a in "$@"; do
+	case $a in
+	-f) full=1 ;;
+	-p) subset=1 ;;
+	esac
+done
+if [ $full = 0 ]; then
 	export RSEQ_SLICE_TEST_SECS=${RSEQ_SLICE_TEST_SECS:-2}
 	export RSEQ_SLICE_OVERRUN_GRANTS=${RSEQ_SLICE_OVERRUN_GRANTS:-20000}
 	export RSEQ_SLICE_CHURN_CYCLES=${RSEQ_SLICE_CHURN_CYCLES:-6}
@@ -58,13 +73,16 @@ fi
 # The kernel's own extension (7.2-upstream): no module, and the kernel
 # answers the merged ABI's prctl. Only what speaks that ABI runs, as the
 # reference for the module's lanes: merged_test (its module-only cases
-# skip) and upstream's selftests.
+# skip), lib_test and preload_test (the library and the interposer on the
+# kernel's own backend) and upstream's selftests.
 inkernel=0
 if [ ! -e /sys/module/rseq_slice ] && ./merged_probe >/dev/null; then
 	inkernel=1
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:merged.enotsupp_when_off root:merged.both_ways_ebusy"
 	EXPECTED_SKIPS="$EXPECTED_SKIPS user:merged.both_ways_ebusy"
-	echo "# the kernel's own extension, no module: merged_test and upstream's selftests only"
+	# lib_test's and preload_test's backend there, with grants.
+	export RSEQ_SLICE_EXPECT_BACKEND=kernel
+	echo "# the kernel's own extension, no module: merged_test, lib_test, preload_test and upstream's selftests only"
 fi
 binaries=0
 
@@ -125,9 +143,23 @@ fi
 # The list on fd 3: the tests' stdin stays the suite's.
 # (run() has variables of its own: "name" is one.)
 while read -r prog want whos <&3; do
-	if [ $inkernel = 1 ] && [ "$prog" != merged_test ]; then
-		echo "# $prog: the module's test, not run on the kernel's own extension"
-		continue
+	if [ $inkernel = 1 ]; then
+		case $prog in
+		merged_test | lib_test | preload_test) ;;
+		*)
+			echo "# $prog: the module's test, not run on the kernel's own extension"
+			continue
+			;;
+		esac
+	fi
+	if [ $subset = 1 ]; then
+		case $prog in
+		abi_test | fuzz_test | fault_test | compat32_test | device_test)
+			echo "# $prog: not run on the preempt= lanes (run_suite -p)"
+			continue
+			;;
+		esac
+		whos=root
 	fi
 	for who in $whos; do
 		if [ -x "./$prog" ]; then

@@ -118,12 +118,14 @@ echo "# stage $stage on $(uname -r), PID 1 is $(cat /proc/1/comm)"
 case "$stage" in
 1)
 	kver=$(uname -r)
-	# Debian 12's dkms recommends linux-headers-amd64 | linux-headers:
-	# on arm64 that is linux-headers-arm64, 6.1's, for a kernel this
-	# machine does not boot (it runs linux-image-6.12-arm64, headers
-	# installed). With a network apt would fetch it and DKMS build for
-	# 6.1 too; the guest has none, so on arm64 apt leaves recommends
-	# out (dkms's others, fakeroot and sudo, are in the image).
+	# The arm64 image's apt cache holds what the packages depend on, not
+	# what they recommend (scripts/dkms-lane): Debian 12's dkms
+	# recommends linux-headers-amd64 | linux-headers, on arm64
+	# linux-headers-arm64, 6.1's, for a kernel this machine does not
+	# boot, and python3 ca-certificates. With a network apt would fetch
+	# them (and DKMS build for 6.1 too); the guest has none, so on arm64
+	# apt installs leave recommends out (dkms's others, fakeroot and
+	# sudo, are in the image).
 	norec=
 	[ "$(uname -m)" = aarch64 ] && norec=--no-install-recommends
 	check "apt install ./rseq-slice-dkms_*.deb (dkms from apt's cache)" \
@@ -147,7 +149,7 @@ case "$stage" in
 		done
 	fi
 	check "apt install the library packages" \
-		sh -c "apt-get -q -y install $RS/debs/librseq-slice1_*.deb $RS/debs/librseq-slice-dev_*.deb >$LOG/lib.log 2>&1 || { cat $LOG/lib.log; exit 1; }"
+		sh -c "apt-get -q -y $norec install $RS/debs/librseq-slice1_*.deb $RS/debs/librseq-slice-dev_*.deb >$LOG/lib.log 2>&1 || { cat $LOG/lib.log; exit 1; }"
 	check "the example builds with pkg-config (shared)" \
 		sh -c 'cc -O2 -o /usr/local/bin/rseq-slice-demo /usr/share/doc/librseq-slice-dev/examples/demo.c $(pkg-config --cflags --libs rseq-slice) -pthread && ldd /usr/local/bin/rseq-slice-demo | grep -q "librseq-slice.so.1 => /"'
 	check "the example builds with pkg-config --static" \
@@ -160,7 +162,7 @@ case "$stage" in
 	demo_ok bob kernel "bob uses merged upstream's prctl (open to all, as on 7.x)"
 	# The command rseq-slice (rseq-slice-tools: python3 from apt's cache).
 	check "apt install ./rseq-slice-tools_*.deb" \
-		sh -c "apt-get -q -y install $RS/debs/rseq-slice-tools_*_all.deb man-db >$LOG/tools.log 2>&1 || { cat $LOG/tools.log; exit 1; }"
+		sh -c "apt-get -q -y $norec install $RS/debs/rseq-slice-tools_*_all.deb man-db >$LOG/tools.log 2>&1 || { cat $LOG/tools.log; exit 1; }"
 	# shellcheck disable=SC2016 # the inner shell's
 	check "rseq-slice is /usr/bin/rseq-slice, --help exits 0" \
 		sh -c '[ "$(command -v rseq-slice)" = /usr/bin/rseq-slice ] && rseq-slice --help | grep -q "Exit status"'

@@ -740,11 +740,42 @@ EOF
 
 # rs_apt SUITE ARGS...: apt-get with SUITE's private configuration;
 # rs_apt_cache SUITE ARGS...: apt-cache with it.
+# An "update" is tried three times: a mirror in mid-sync serves an index
+# of the wrong size ("File has unexpected size ... Mirror sync in
+# progress?"), which failed a cold CI run (bookworm-security's armhf
+# Packages, for hours). If the last try still fails only on some indexes
+# (apt keeps the rest, and the old ones where there were), that is a
+# warning: a package then missing fails where it is installed, by name.
+rs_apt_run() {
+	local conf=$1 try log
+	shift
+	if [ "$1" != update ]; then
+		APT_CONFIG=$conf apt-get -q "$@"
+		return
+	fi
+	log=$(mktemp)
+	for try in 1 2 3; do
+		if APT_CONFIG=$conf apt-get -q -o Acquire::Retries=3 "$@" >"$log" 2>&1; then
+			cat "$log"
+			rm -f "$log"
+			return 0
+		fi
+		[ "$try" = 3 ] || { rs_log "apt-get update failed (try $try of 3), again in $((try * 10)) s"; sleep $((try * 10)); }
+	done
+	cat "$log"
+	if ! grep '^E: ' "$log" | grep -qvE '^E: (Failed to fetch .*/dists/.*|Some index files failed to download.*)$'; then
+		rs_log "apt-get update: some indexes failed to download (above); going on with the others"
+		rm -f "$log"
+		return 0
+	fi
+	rm -f "$log"
+	return 1
+}
 rs_apt() {
 	local conf
 	conf=$(rs_apt_conf "$1") || return
 	shift
-	APT_CONFIG=$conf apt-get -q "$@"
+	rs_apt_run "$conf" "$@"
 }
 rs_apt_cache() {
 	local conf
@@ -760,7 +791,7 @@ rs_private_apt() {
 	local conf
 	conf=$(rs_apt_conf_dir "$1" "$2") || return
 	shift 2
-	APT_CONFIG=$conf apt-get -q "$@"
+	rs_apt_run "$conf" "$@"
 }
 
 # rs_upstream_src: sets RS_UPSTREAM_SRC, the top of an extracted

@@ -743,11 +743,15 @@ EOF
 # An "update" is tried three times: a mirror in mid-sync serves an index
 # of the wrong size ("File has unexpected size ... Mirror sync in
 # progress?"), which failed a cold CI run (bookworm-security's armhf
-# Packages, for hours). If the last try still fails only on some indexes
-# (apt keeps the rest, and the old ones where there were), that is a
-# warning: a package then missing fails where it is installed, by name.
+# Packages, for hours). apt then drops every new index of that Release,
+# and with no old ones (a cold cache) even linux-image-6.12-arm64 was
+# unknown. So if the last try failed only on indexes of some
+# architectures, the update runs once without those (every Release
+# whole), then once more with them (what can be had of theirs; apt keeps
+# the rest), and goes on with a warning: a package then missing fails
+# where it is installed, by name.
 rs_apt_run() {
-	local conf=$1 try log
+	local conf=$1 try log bad a keep=
 	shift
 	if [ "$1" != update ]; then
 		APT_CONFIG=$conf apt-get -q "$@"
@@ -763,13 +767,21 @@ rs_apt_run() {
 		[ "$try" = 3 ] || { rs_log "apt-get update failed (try $try of 3), again in $((try * 10)) s"; sleep $((try * 10)); }
 	done
 	cat "$log"
-	if ! grep '^E: ' "$log" | grep -qvE '^E: (Failed to fetch .*/dists/.*|Some index files failed to download.*)$'; then
-		rs_log "apt-get update: some indexes failed to download (above); going on with the others"
+	bad=$(sed -n 's,^E: Failed to fetch .*/dists/.*/binary-\([a-z0-9]*\)/.*,\1,p' "$log" | sort -u)
+	if [ -z "$bad" ] ||
+	   grep '^E: ' "$log" | grep -qvE '^E: (Failed to fetch .*/dists/.*/binary-[a-z0-9]+/.*|Some index files failed to download.*)$'; then
 		rm -f "$log"
-		return 0
+		return 1
 	fi
-	rm -f "$log"
-	return 1
+	for a in $(sed -n 's/^APT::Architectures { \(.*\) };$/\1/p' "$conf" | tr -d '";'); do
+		echo "$bad" | grep -qx "$a" || keep="$keep \"$a\";"
+	done
+	rs_log "apt-get update: the indexes of $(echo $bad) failed (above): updating without them, then with what there is of them"
+	printf '%s\n' "#include \"$conf\";" '#clear APT::Architectures;' \
+		"APT::Architectures {$keep };" >"$log.conf"
+	APT_CONFIG=$log.conf apt-get -q -o Acquire::Retries=3 "$@" || { rm -f "$log" "$log.conf"; return 1; }
+	APT_CONFIG=$conf apt-get -q -o Acquire::Retries=3 "$@" || true
+	rm -f "$log" "$log.conf"
 }
 rs_apt() {
 	local conf

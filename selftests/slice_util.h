@@ -369,17 +369,27 @@ static void *noise_fn(void *arg)
 	return NULL;
 }
 
-static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64_t sleep_ns)
+/*
+ * Start @n on @cpu; @fair_tick: the tick's noise runs at nice 0 (see
+ * noise_start_fair()), the timer's is unchanged.
+ */
+static inline int noise_launch(struct noise *n, int cpu, uint64_t busy_ns, uint64_t sleep_ns,
+			       bool fair_tick)
 {
 	n->cpu = cpu;
 	n->kind = noise_kind();
-	n->fair = false;
+	n->fair = fair_tick && n->kind == NOISE_TICK;
 	n->busy_ns = busy_ns;
 	n->sleep_ns = sleep_ns;
 	n->stop = false;
 	n->rounds = 0;
 	rseq_slice_tsc_calibrate(0);
 	return pthread_create(&n->thread, NULL, noise_fn, n);
+}
+
+static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64_t sleep_ns)
+{
+	return noise_launch(n, cpu, busy_ns, sleep_ns, false);
 }
 
 /*
@@ -394,15 +404,7 @@ static inline int noise_start(struct noise *n, int cpu, uint64_t busy_ns, uint64
  */
 static inline int noise_start_fair(struct noise *n, int cpu, uint64_t busy_ns, uint64_t sleep_ns)
 {
-	n->cpu = cpu;
-	n->kind = noise_kind();
-	n->fair = n->kind == NOISE_TICK;
-	n->busy_ns = busy_ns;
-	n->sleep_ns = sleep_ns;
-	n->stop = false;
-	n->rounds = 0;
-	rseq_slice_tsc_calibrate(0);
-	return pthread_create(&n->thread, NULL, noise_fn, n);
+	return noise_launch(n, cpu, busy_ns, sleep_ns, true);
 }
 
 static inline void noise_stop(struct noise *n)

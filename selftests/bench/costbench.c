@@ -19,7 +19,8 @@
  *	context switch); "expiry" times how long a grant that is never
  *	yielded keeps the CPU. -N: how the noise asks for the CPU: "timer"
  *	(it sleeps 50 us; its wakeups can also end a grant early) or "tick"
- *	(it stays runnable, at nice 19, and yields when it runs, so the tick
+ *	(it stays runnable, at nice 19 (0 for "yield", so that the yield
+ *	switches to it), and yields when it runs, so the tick
  *	preempts for it and only the grant's timer ends a grant: on
  *	PREEMPT_RT the only one of the two the module can defer, see
  *	selftests/slice_util.h). Default: tick on PREEMPT_RT, else timer.
@@ -309,14 +310,19 @@ static double run_everyone(const char *what, long iters)
 }
 
 static int noise_tick;
+static int noise_fair;	/* the tick's noise at nice 0 */
 
 static void *noise_fn(void *arg)
 {
 	struct timespec ts = { 0, 50000 };
 
 	pin(*(int *)arg);
-	/* As selftests/slice_util.h's: at nice 19 it gives the CPU back at once. */
-	if (noise_tick)
+	/*
+	 * As selftests/slice_util.h's: at nice 19 it gives the CPU back at
+	 * once; for the yield at nice 0 (noise_start_fair()), or the yield
+	 * would mostly not switch (the noise loses the pick).
+	 */
+	if (noise_tick && !noise_fair)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	while (!stop) {
 		rseq_slice_busy_wait_ns(2000);
@@ -369,6 +375,7 @@ static int run_mechanism(const char *what, enum rseq_slice_backend mode, long it
 		fprintf(stderr, "costbench: enable: %s\n", strerror(-ret));
 		return 1;
 	}
+	noise_fair = !strcmp(what, "yield");
 	pthread_create(&th, NULL, noise_fn, &cpu);
 	for (i = 0; i < iters && misses < 1000; i++) {
 		uint64_t t0, t1;

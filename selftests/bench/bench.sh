@@ -188,8 +188,9 @@ if [ $insns = 1 ]; then
 fi
 
 # The flavours. costbench's expiry time ends when the thread runs again,
-# after the noise has had the CPU; the kernel's held_ns ends at the switch
-# away, whoever runs next: the grant's own tail.
+# after the noise has had the CPU; the kernel's held_ns ends where the
+# grant does (in the timer's interrupt, or a switch away before it): the
+# grant's own tail.
 if [ $flavours = 1 ]; then
 	[ $upstream = 0 ] || { echo "# bench.sh -f: the module's kernels only" >&2; exit 2; }
 	./costbench yield -m module -i 1000 || echo "# costbench yield failed"

@@ -19,11 +19,12 @@
  *	context switch); "expiry" times how long a grant that is never
  *	yielded keeps the CPU. -N: how the noise asks for the CPU: "timer"
  *	(it sleeps 50 us; its wakeups can also end a grant early) or "tick"
- *	(it stays runnable, at nice 19 (0 for "yield", so that the yield
- *	switches to it), and yields when it runs, so the tick
- *	preempts for it and only the grant's timer ends a grant: on
+ *	(it stays runnable, at nice 19, and yields when it runs, so the
+ *	tick preempts for it and only the grant's timer ends a grant: on
  *	PREEMPT_RT the only one of the two the module can defer, see
- *	selftests/slice_util.h). Default: tick on PREEMPT_RT, else timer.
+ *	selftests/slice_util.h; for "yield" it runs at nice 0, so that the
+ *	yield switches to it, and then sleeps 50 us). Default: tick on
+ *	PREEMPT_RT, else timer.
  *   costbench yield|expiry|preempt -m module|upstream -I NAME [-i ITER]
  *	The same in instructions (scripts/vm --count-insns): the noise
  *	thread only sleeps 50 us and counts its wake-ups, and each sample is
@@ -311,25 +312,34 @@ static double run_everyone(const char *what, long iters)
 
 static int noise_tick;
 static int noise_fair;	/* the tick's noise at nice 0 */
+static volatile long yields;	/* yields the measuring thread began */
 
 static void *noise_fn(void *arg)
 {
 	struct timespec ts = { 0, 50000 };
+	long seen = 0;
 
 	pin(*(int *)arg);
 	/*
 	 * As selftests/slice_util.h's: at nice 19 it gives the CPU back at
-	 * once; for the yield at nice 0 (noise_start_fair()), or the yield
-	 * would mostly not switch (the noise loses the pick).
+	 * once. For the yield at nice 0 (noise_start_fair()), or the yield
+	 * would mostly not switch (the noise loses the pick); and once a
+	 * yield gave it the CPU it sleeps, as the timer's noise does, or the
+	 * yielding thread would wait for the noise's fair share (6.1-rt's
+	 * CFS: 7.4 ms at the median) and the figure would be the scheduler's.
 	 */
 	if (noise_tick && !noise_fair)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	while (!stop) {
 		rseq_slice_busy_wait_ns(2000);
-		if (noise_tick)
-			sched_yield();
-		else
+		if (noise_fair && yields != seen) {
+			seen = yields;
 			nanosleep(&ts, NULL);
+		} else if (noise_tick) {
+			sched_yield();
+		} else {
+			nanosleep(&ts, NULL);
+		}
 	}
 	return NULL;
 }
@@ -387,6 +397,7 @@ static int run_mechanism(const char *what, enum rseq_slice_backend mode, long it
 		t0 = rseq_slice_rdtsc();
 		if (!strcmp(what, "yield")) {
 			/* The end of the section yields: the live grant's cost. */
+			yields++;
 			if (rseq_slice_cs_end() != RSEQ_SLICE_END_YIELDED) {
 				misses++;
 				continue;

@@ -42,6 +42,7 @@ user:abi.eopnotsupp_when_disabled
 user:abi.memlock_not_charged_to_root
 user:sem.*.yield_cancels_timer
 user:sem.*.trace_events_match_stats
+user:sem.*.expiry_ends_grant
 user:params.debug_checks_syscall_entry
 user:sem.*.disabled_gives_no_grants
 user:params.foreign_syscall_abort

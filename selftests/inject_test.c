@@ -209,10 +209,16 @@ TEST_F_TIMEOUT(inject, unhook_refused_at_unload_waits, 300)
  * sees its word clear. Without it the noise thread waits for the tick.
  */
 #define END_IPI_GRANTS	50
+/*
+ * On PREEMPT_RT grants come once a tick at most, and with the noise at
+ * nice 0 about one in 6 s on 6.1-rt: 39 in the bound there.
+ */
+#define END_IPI_GRANTS_RT	20
 
 TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
 {
 	int cpu = slice_test_cpu(), granted = 0, switched = 0;
+	int want = slice_kernel_rt() ? END_IPI_GRANTS_RT : END_IPI_GRANTS;
 	uint64_t end = now_ns() + EVENT_NS;
 	struct noise n;
 
@@ -221,7 +227,7 @@ TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
 	ASSERT_EQ(0, slice_write_file(INJECT, "end_ipi 1000000"));
 	/* A noise that wins the pick the IPI gives back, on RT too. */
 	ASSERT_EQ(0, noise_start_fair(&n, cpu, 2000, 50000));
-	while (granted < END_IPI_GRANTS && now_ns() < end) {
+	while (granted < want && now_ns() < end) {
 		long long g0 = slice_stat("sgrant"), v0 = slice_stat("srevok");
 		long long e0 = slice_stat("sexpir");
 		uint64_t stop = rseq_slice_tsc_ns() + 100 * 1000000ULL;
@@ -243,7 +249,7 @@ TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
 	slice_write_file(INJECT, "end_ipi 0");
 	ksft_print_msg("%d grants ended by the IPI, %d of them rescheduled at once\n",
 		       granted, switched);
-	ASSERT_EQ(END_IPI_GRANTS, granted);
+	ASSERT_EQ(want, granted);
 	EXPECT_LE(granted * 3 / 4, switched);
 }
 

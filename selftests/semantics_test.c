@@ -985,6 +985,8 @@ TEST_F(params, foreign_syscall_abort)
 		SKIP(return, "needs root to set foreign_syscall=abort");
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	/* Longer grants: more of the calls find theirs live (see above). */
+	ASSERT_EQ(0, slice_param_set("grant_ns", "50000"));
 	ASSERT_EQ(0, pipe(p));
 	rseq_slice_tsc_calibrate(0);
 	status = foreign_syscall_child(p, f);

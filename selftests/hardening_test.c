@@ -132,6 +132,7 @@ static int sig_child(int which, struct sig_counts *c)
 	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
 	int sig = which == ITIMER_PROF ? SIGPROF : SIGALRM;
 	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
+	unsigned long yields = storm_yields();
 	struct sigaction sa = { .sa_handler = sig_handler };
 	struct noise noise;
 	sigset_t set;
@@ -150,7 +151,7 @@ static int sig_child(int which, struct sig_counts *c)
 	if (setitimer(which, &it, NULL))
 		return 22;
 	/* Enough signals inside sections, and grants alongside them. */
-	while ((c->signals < 2000 || c->ends[RSEQ_SLICE_END_YIELDED] < storm_yields()) &&
+	while ((c->signals < 2000 || c->ends[RSEQ_SLICE_END_YIELDED] < yields) &&
 	       rseq_slice_tsc_ns() < end) {
 		int r;
 

@@ -848,6 +848,7 @@ static void borrower_child(struct lent_word *lw)
 {
 	uint64_t end, watch;
 	pthread_t th;
+	uint32_t w;
 
 	pin_self(slice_test_cpu());
 	rseq_slice_tsc_calibrate(0);
@@ -857,10 +858,10 @@ static void borrower_child(struct lent_word *lw)
 	end = rseq_slice_tsc_ns() + 60000 * MS;
 	while (rseq_slice_tsc_ns() < end) {
 		watch = rseq_slice_tsc_ns() + MS;
-		while (!(rseq_slice_word_load(lw->word) & RSEQ_SLICE_EXT_GRANTED))
-			if (rseq_slice_tsc_ns() > watch)
-				break;
-		lw->seen += !!(rseq_slice_word_load(lw->word) & RSEQ_SLICE_EXT_GRANTED);
+		do
+			w = rseq_slice_word_load(lw->word);
+		while (!(w & RSEQ_SLICE_EXT_GRANTED) && rseq_slice_tsc_ns() < watch);
+		lw->seen += !!(w & RSEQ_SLICE_EXT_GRANTED);
 		lw->calls++;
 		syscall(SYS_getppid);
 	}

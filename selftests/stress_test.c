@@ -366,6 +366,7 @@ static void *churn_toggler(void *arg)
 {
 	struct churn *c = arg;
 	struct timespec on_time = { 0, 20000000 };
+	bool rt = slice_kernel_rt();
 	unsigned int v = 1;
 
 	pin_off_test_cpu();
@@ -386,7 +387,7 @@ static void *churn_toggler(void *arg)
 		 * enabled=1 lasts 20 ms there, or the schedule() hook is
 		 * live only between its arming and the next disarming.
 		 */
-		if (!(v & 1) && slice_kernel_rt())
+		if (!(v & 1) && rt)
 			nanosleep(&on_time, NULL);
 		v++;
 	}
@@ -414,6 +415,7 @@ TEST_F_TIMEOUT(reload, unload_load_under_load, 1200)
 {
 	long cycles = env_long("RSEQ_SLICE_CHURN_CYCLES", 100), done = 0, refused = 0;
 	long granted_cycles = 0, registered_cycles = 0;
+	bool rt = slice_kernel_rt();
 	unsigned long g;
 	long long pins0, pins = -1, pinned0;
 	struct churn *c;
@@ -498,12 +500,12 @@ TEST_F_TIMEOUT(reload, unload_load_under_load, 1200)
 		 * churn's next 100 opens.
 		 */
 		g = c->closed_grants;
-		c->quiet = slice_kernel_rt();
+		c->quiet = rt;
 		while (c->closed_grants == g && now_ns() < t0 + 600 * 1000000000ULL)
 			sched_yield();
 		registered_cycles += c->closed_grants != g;
 		g = c->closed_grants;
-		if (c->quiet) {
+		if (rt) {
 			unsigned long opens = c->opens + 100;
 
 			c->quiet = 0;

@@ -54,14 +54,16 @@ static bool wait_grant(void)
 /*
  * Take a grant and yield it. Under emulation a grant can expire between
  * the thread seeing GRANTED and its YIELD reaching the kernel, and YIELD
- * then (rightly) returns 0: retry until a YIELD ends a live grant. Every
- * YIELD must leave the word clear. Returns how many YIELDs returned 1.
+ * then (rightly) returns 0: retry until a YIELD ends a live grant, within
+ * 20 s (the harness gives a TEST_F 30). Every YIELD must leave the word
+ * clear. Returns how many YIELDs returned 1.
  */
 static int grant_and_yield(struct __test_metadata *_metadata)
 {
-	int i, ret;
+	uint64_t end = now_ns() + 20 * 1000 * 1000 * 1000ULL;
+	int ret;
 
-	for (i = 0; i < 200; i++) {
+	while (now_ns() < end) {
 		if (!wait_grant())
 			return 0;
 		ret = slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
@@ -388,7 +390,8 @@ TEST_F_TIMEOUT(sem, trace_events_match_stats, 600)
 	for (i = 0; i < 5; i++)
 		before[i] = slice_stat(pairs[i][1]);
 	ASSERT_EQ(0, slice_trace_event("rseq_slice", 1));
-	for (i = 0; i < 100; i++) {
+	/* 100 grants, and more until one yield met its grant live. */
+	for (i = 0; i < 100 || (!yielded && i < 2000); i++) {
 		ASSERT_TRUE(wait_grant());
 		if (i & 1) {
 			yielded += slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD) == 1;
@@ -851,6 +854,8 @@ struct foreign {
 	/* As root: calls that aborted a grant, and those that rescheduled. */
 	unsigned int aborted, switched;
 	unsigned int max_tries;	/* 0: FOREIGN_TRIES */
+	/* Past FOREIGN_TRIES, up to FOREIGN_KILL_TRIES, until one aborted. */
+	bool until_aborted;
 	uint32_t extra;		/* bits added to the word before the call */
 };
 
@@ -867,7 +872,8 @@ static int foreign_syscall_child(int *pipefd, struct foreign *f)
 			_exit(20);
 		if (noise_start_fair(&noise, slice_test_cpu(), 2000, 50000))
 			_exit(21);
-		while (f->tries < (f->max_tries ? f->max_tries : FOREIGN_TRIES)) {
+		while (f->tries < (f->max_tries ? f->max_tries : FOREIGN_TRIES) ||
+		       (f->until_aborted && !f->aborted && f->tries < FOREIGN_KILL_TRIES)) {
 			long long a0 = slice_stat("sabort");
 			long s0 = thread_switches(), s1;
 			unsigned long r0;
@@ -986,13 +992,16 @@ TEST_F(params, foreign_syscall_abort)
 	ASSERT_EQ(0, slice_param_set("grant_ns", "50000"));
 	ASSERT_EQ(0, pipe(p));
 	rseq_slice_tsc_calibrate(0);
+	/* On a loaded host 1 call in 50 has been the only one to abort. */
+	f->until_aborted = true;
 	status = foreign_syscall_child(p, f);
 	ASSERT_TRUE(WIFEXITED(status)) {
 		TH_LOG("child status %#x after %u calls", status, f->tries);
 	}
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	/* Every call ran, and the grant was gone when it returned. */
-	EXPECT_EQ(FOREIGN_TRIES, pipe_bytes(p[0]));
+	EXPECT_LE(FOREIGN_TRIES, f->tries);
+	EXPECT_EQ(f->tries, pipe_bytes(p[0]));
 	EXPECT_EQ(0, f->dirty);
 	EXPECT_LE(1, stat_delta("sabort", a));
 	/* Rule 6: abort reschedules at the call's entry. */

@@ -126,12 +126,14 @@ TEST_F_TIMEOUT(overrun, held_past_reschedule, 1200)
 	long grants = env_long("RSEQ_SLICE_OVERRUN_GRANTS", 100000);
 	/*
 	 * Emulated timers add milliseconds now and then, and a loaded host
-	 * stops a guest's vCPUs for tens of milliseconds while its clock runs
-	 * on: the bound on the maximum only proves that holding is bounded.
-	 * The median must be well below a tick: the timer, not the tick,
-	 * ends the grants.
+	 * stops a guest's vCPUs while its clock runs on: p99 has reached
+	 * 10 ms, p99.9 92 ms and the maximum 3.7 s. The bounds on p99 and
+	 * on the maximum only prove that holding is bounded. The median
+	 * must be well below a tick: the timer, not the tick, ends the
+	 * grants.
 	 */
-	uint64_t *held, grant_ns, slack = 1000 * 1000 * 1000ULL, t0 = now_ns(), t1;
+	uint64_t *held, grant_ns, slack = 250 * 1000 * 1000ULL, t0 = now_ns(), t1;
+	uint64_t stall = 30 * 1000 * 1000 * 1000ULL;
 	unsigned long hist[40] = { 0 };
 	ssize_t got;
 	size_t n, i;
@@ -163,7 +165,8 @@ TEST_F_TIMEOUT(overrun, held_past_reschedule, 1200)
 		if (hist[i])
 			ksft_print_msg("  [%10llu, %10llu) %lu\n", 1ULL << i, 2ULL << i, hist[i]);
 	/* Bounded: the timer ends every grant, within emulated timer slack. */
-	EXPECT_GT(grant_ns + slack, held[n - 1]);
+	EXPECT_GT(grant_ns + slack, held[n * 99 / 100]);
+	EXPECT_GT(grant_ns + stall, held[n - 1]);
 	EXPECT_GT(MEDIAN_BOUND_NS, held[n / 2]);
 	free(held);
 }

@@ -337,7 +337,7 @@ FIXTURE_TEARDOWN(c32)
 static int foreign_mode(FIXTURE_DATA(c32) *self, const char *mode)
 {
 	if (is_root())
-		slice_param_set("grant_ns", "50000");
+		slice_param_set_longest_grant();
 	if (!strcmp(slice_params_val(&self->params, "foreign_syscall"), mode))
 		return 0;
 	if (!is_root())

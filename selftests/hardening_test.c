@@ -676,7 +676,7 @@ static pid_t strict_child(struct foreign_seen *s, int fd)
 static uint64_t foreign_begin(void)
 {
 	if (is_root())
-		slice_param_set("grant_ns", "50000");
+		slice_param_set_longest_grant();
 	return now_ns() + EVENT_BOUND_NS;
 }
 

@@ -196,6 +196,27 @@ static inline int slice_param_get(const char *name, char *buf, size_t len)
 }
 
 /*
+ * Set grant_ns to the longest grant the module takes (root), as
+ * RSEQ_SLICE_IOC_INFO tells it: tests that need a call to reach the
+ * kernel inside a grant get more such calls. 0 or -errno.
+ */
+static inline int slice_param_set_longest_grant(void)
+{
+	struct rseq_slice_info info;
+	int fd = slice_open(), ret;
+	char buf[16];
+
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, RSEQ_SLICE_IOC_INFO, &info) ? -errno : 0;
+	close(fd);
+	if (ret)
+		return ret;
+	snprintf(buf, sizeof(buf), "%u", info.grant_ns_max);
+	return slice_param_set("grant_ns", buf);
+}
+
+/*
  * The module's parameters, saved by a fixture's setup and put back by
  * its teardown (root), so that a test ended early by an assertion never
  * leaves the module changed (say enabled=0) for the tests after it. Only

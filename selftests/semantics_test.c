@@ -24,17 +24,6 @@
 #define GRANT_TRIES	20000
 /* How long a thread waits for the kernel to act on its REQUEST. */
 #define WAIT_NS		(200 * 1000 * 1000ULL)
-/*
- * Expiry bound: grant_ns plus the slack of emulated timers (QEMU TCG),
- * and of a loaded host, which can stop a guest's vCPUs for tens of
- * milliseconds while the guest's clock runs on (seen: 24 ms).
- */
-#define EXPIRY_SLACK_NS	(250 * 1000 * 1000ULL)
-/*
- * The longest a loaded host was seen to stop a guest in the middle of a
- * grant is 3.7 s: a bound on every grant, not on most of them.
- */
-#define STALL_NS	(30 * 1000 * 1000 * 1000ULL)
 
 /* Set REQUEST, spin until the kernel changes the word or @max_ns pass. */
 static uint32_t request_and_wait(uint64_t max_ns)

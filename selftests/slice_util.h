@@ -42,6 +42,16 @@ __attribute__((constructor)) static void slice_util_line_buffered(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
+/*
+ * How long a grant may be held past grant_ns. EXPIRY_SLACK_NS: the slack
+ * of emulated timers (QEMU TCG) and of a loaded host, which can stop a
+ * guest's vCPUs for tens of milliseconds while the guest's clock runs on
+ * (seen: 24 ms); a bound on most grants (p90, p99). STALL_NS: the longest
+ * such stop seen in the middle of a grant is 3.7 s; a bound on every one.
+ */
+#define EXPIRY_SLACK_NS	(250 * 1000 * 1000ULL)
+#define STALL_NS	(30 * 1000 * 1000 * 1000ULL)
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;

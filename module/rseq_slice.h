@@ -42,7 +42,7 @@
 struct page;
 struct pt_regs;
 struct task_struct;
-struct user_struct;
+struct cred;
 
 #define RSEQ_SLICE_GRANT_NS_MIN		5000U
 #define RSEQ_SLICE_GRANT_NS_MAX		50000U
@@ -238,7 +238,7 @@ struct rseq_slice_task {
 	u64 uaddr;			/* user address of the control word */
 	struct rseq_slice_word w;	/* the word as grant.c sees it */
 	struct page *page;		/* its page, pinned */
-	struct user_struct *user;	/* charged one page, or NULL */
+	const struct cred *cred;	/* its user charged one page, or NULL */
 	struct llist_node free_node;
 	struct rcu_head rcu;
 };

@@ -99,6 +99,13 @@ struct rseq_slice_task *rseq_slice_task_current(void)
 	return st;
 }
 
+/*
+ * The page is charged to the user's RLIMIT_MEMLOCK count, as io_uring and
+ * RDMA charge theirs. The registration holds a reference to the cred it
+ * charged through, not to the user_struct itself: put_cred() is exported
+ * by every Debian 12 kernel ABI, free_uid() only by some (not 6.1.0-47 and
+ * -50, the point release's), and the cred keeps its user alive.
+ */
 static int rseq_slice_charge(struct user_struct *user)
 {
 	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
@@ -109,6 +116,16 @@ static int rseq_slice_charge(struct user_struct *user)
 			return -ENOMEM;
 	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, cur + 1));
 	return 0;
+}
+
+/* The free work item, or ENABLE before the hash: process context. */
+static void rseq_slice_uncharge(struct rseq_slice_task *st)
+{
+	if (!st->cred)
+		return;
+	atomic_long_dec(&st->cred->user->locked_vm);
+	put_cred(st->cred);
+	st->cred = NULL;
 }
 
 /*
@@ -127,10 +144,7 @@ static void rseq_slice_free_fn(struct work_struct *work)
 		/* The kernel wrote the word through its own mapping: dirty it. */
 		unpin_user_pages_dirty_lock(&st->page, 1, true);
 		atomic_dec(&rseq_slice_nr_pinned);
-		if (st->user) {
-			atomic_long_dec(&st->user->locked_vm);
-			free_uid(st->user);
-		}
+		rseq_slice_uncharge(st);
 		/* Lockless lookups may still be walking past it. */
 		kfree_rcu(st, rcu);
 	}
@@ -162,10 +176,7 @@ void rseq_slice_task_discard(struct rseq_slice_task *st)
 {
 	unpin_user_page(st->page);
 	atomic_dec(&rseq_slice_nr_pinned);
-	if (st->user) {
-		atomic_long_dec(&st->user->locked_vm);
-		free_uid(st->user);
-	}
+	rseq_slice_uncharge(st);
 	kfree(st);
 }
 
@@ -190,8 +201,8 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 		return ERR_PTR(-ENOMEM);
 
 	if (!capable(CAP_IPC_LOCK)) {
-		st->user = get_uid(current_user());
-		ret = rseq_slice_charge(st->user);
+		st->cred = get_current_cred();
+		ret = rseq_slice_charge(st->cred->user);
 		/*
 		 * A registration that just ended (DISABLE, a thread's exit)
 		 * gives its charge back from the work item: let it run, so
@@ -199,7 +210,7 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 		 */
 		if (ret) {
 			flush_work(&rseq_slice_free_work);
-			ret = rseq_slice_charge(st->user);
+			ret = rseq_slice_charge(st->cred->user);
 		}
 		if (ret)
 			goto out_free;
@@ -246,11 +257,11 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 	return st;
 
 out_uncharge:
-	if (st->user)
-		atomic_long_dec(&st->user->locked_vm);
+	rseq_slice_uncharge(st);
+	kfree(st);
+	return ERR_PTR(ret);
 out_free:
-	if (st->user)
-		free_uid(st->user);
+	put_cred(st->cred);	/* charged nothing */
 	kfree(st);
 	return ERR_PTR(ret);
 }

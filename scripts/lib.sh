@@ -76,7 +76,7 @@ rs_need_pkgs() {
 
 rs_host_pkgs() {
 	rs_need_pkgs qemu-system-x86 busybox-static cpio kmod gcc gcc-multilib make libc6-dev \
-		linux-source-6.1 rsync xz-utils file bc flex bison libelf-dev libssl-dev
+		linux-source-6.1 rsync xz-utils file bc flex bison libelf-dev libssl-dev dwarves
 }
 
 # The version a Debian meta package (linux-image-amd64, ...) points at
@@ -85,6 +85,7 @@ rs_host_pkgs() {
 # happens unless the lists do not know the package yet.
 rs_meta_version() {
 	local meta=$1 suite=${2:-} v
+	[ -z "$suite" ] || rs_lists_fresh "$suite"
 	# Unknown to the lists yet is an answer, not an error (pipefail).
 	rs_meta_depends() {
 		{
@@ -166,6 +167,33 @@ rs_debian_kernel() {
 		touch "$dir/extra.done"
 		rm -rf "$tmp"
 	fi
+}
+
+# rs_lists_fresh SUITE: SUITE's private lists, refreshed (apt-get update)
+# when they are older than RSEQ_SLICE_LISTS_MAX_AGE seconds (default 3600,
+# 0: always) or not there yet. A kernel name then means the same ABI on a
+# newcomer's machine as in CI: what the archive names today, never what a
+# machine's lists said when they were last updated. A refresh that fails
+# with lists at hand warns and goes on with them (a warm machine off the
+# network still runs); with none it fails.
+rs_lists_fresh() {
+	local suite=$1 d=$RS_CACHE/apt-$1 age max=${RSEQ_SLICE_LISTS_MAX_AGE:-3600} lock
+	mkdir -p "$d"
+	exec {lock}>"$d/.fresh.lock"
+	flock "$lock"
+	age=$(( $(date +%s) - $(stat -c %Y "$d/.fresh" 2>/dev/null || echo 0) ))
+	if [ "$age" -ge "$max" ]; then
+		if rs_apt "$suite" update >"$d/update.log" 2>&1; then
+			touch "$d/.fresh"
+		elif ls "$d/state/lists/"*_Packages* >/dev/null 2>&1; then
+			rs_log "warning: refreshing Debian $suite's lists failed (log: $d/update.log); going on with those of $(rs_lists_date "$suite")"
+		else
+			cat "$d/update.log" >&2
+			exec {lock}>&-
+			rs_die "apt-get update of Debian $suite failed"
+		fi
+	fi
+	exec {lock}>&-
 }
 
 # When apt's package lists (the host's, or SUITE's private ones) were last
@@ -350,6 +378,50 @@ rs_in_chroot() {
 		HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
 }
 
+# rs_abi_list SUITE SERIES FLAVOUR: every ABI of Debian 12's SERIES (6.1,
+# 6.12) in flavour FLAVOUR (amd64, cloud-amd64, rt-amd64, arm64,
+# cloud-arm64, rt-arm64, arm64-16k) whose image and headers SUITE's
+# (refreshed) lists name, oldest first: 6.1.0-47-amd64, ...
+rs_abi_list() {
+	local suite=$1 series=$2 flav=$3 re
+	case "$series" in
+	6.1) re='6\.1\.0-[0-9]+' ;;
+	6.12) re='6\.12\.[0-9]+\+deb12' ;;
+	*) rs_die "no Debian 12 kernel series $series" ;;
+	esac
+	rs_lists_fresh "$suite"
+	# Both packages, by name (never -dbg or -unsigned): an ABI whose
+	# headers are gone cannot be built against.
+	{ rs_apt_cache "$suite" pkgnames linux- || true; } |
+		sed -nE -e "s/^linux-image-($re-$flav)\$/\1 image/p" \
+			-e "s/^linux-headers-($re-$flav)\$/\1 headers/p" |
+		sort -u | awk '{ n[$1]++ } END { for (k in n) if (n[k] == 2) print k }' | sort -V
+}
+
+# rs_kernel_abi RELEASE NAME: rs_kernel's work for one Debian 12 ABI by
+# its release (6.1.0-50 means 6.1.0-50-amd64): image and kbuild tree from
+# bookworm's private apt (bookworm-arm64 for an -arm64 one).
+rs_kernel_abi() {
+	local k=$1 name=$2 suite=bookworm
+	[ -n "$k" ] || rs_die "kernel $name: no such ABI in Debian 12's lists"
+	case "$k" in
+	*-amd64|*-arm64|*-arm64-16k) ;;
+	*) k=$k-amd64 ;;
+	esac
+	case "$k" in *-arm64|*-arm64-16k) suite=bookworm-arm64 RS_ARCH=arm64 RS_ARM64_SUITE=bookworm-arm64 ;; esac
+	rs_lists_fresh "$suite"
+	if ! rs_apt_cache "$suite" show "linux-image-$k" >/dev/null 2>&1; then
+		rs_die "kernel $name: Debian 12's lists (of $(rs_lists_date "$suite")) have no linux-image-$k; scripts/abi-matrix --list names those they have"
+	fi
+	RS_KVER=$k
+	rs_debian_kernel "$k" "$suite" || rs_die "linux-image-$k cannot be fetched"
+	rs_log "kernel $name: $k, by name, from Debian 12's lists of $(rs_lists_date "$suite")"
+	[ "$RS_ARCH" = arm64 ] || RS_KBUILD_SUITE=bookworm
+	RS_BZIMAGE=$RS_CACHE/kernels/$k/vmlinuz
+	RS_EXTRA=$RS_CACHE/kernels/$k/extra
+	RS_KDIR=$RS_CACHE/kernels/$k/kbuild/usr/src/linux-headers-$k
+}
+
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
 # for the module, empty if there is none), RS_CHROOT_SUITE (the suite whose
 # build chroot RS_KDIR is in, or empty for the host's), RS_EXTRA (a
@@ -361,22 +433,41 @@ rs_kernel() {
 	RS_CHROOT_SUITE=
 	RS_ARCH=amd64
 	RS_ARM64_SUITE=
+	RS_KBUILD_SUITE=
 	mkdir -p "$RS_CACHE"
 	case "$1" in
-	6.1-arm64|6.12-arm64)
-		# Debian 12's arm64 kernels, from bookworm-arm64's private apt;
+	6.1-arm64|6.12-arm64|6.1-arm64-cloud|6.1-arm64-rt|6.12-arm64-cloud|6.12-arm64-rt|6.12-arm64-16k)
+		# Debian 12's arm64 kernels and their flavours (cloud,
+		# PREEMPT_RT, 16 KB pages), from bookworm-arm64's private apt;
 		# the module is cross-built against their headers
 		# (rs_kbuild_arm64, when rs_build_module needs them).
+		local meta
+		case "$1" in
+		6.1-arm64) meta=linux-image-arm64 ;;
+		6.1-arm64-*) meta=linux-image-${1#6.1-arm64-}-arm64 ;;
+		6.12-arm64) meta=linux-image-6.12-arm64 ;;
+		6.12-arm64-16k) meta=linux-image-6.12-arm64-16k ;;
+		6.12-arm64-*) meta=linux-image-6.12-${1#6.12-arm64-}-arm64 ;;
+		esac
 		RS_ARCH=arm64
 		RS_ARM64_SUITE=bookworm-arm64
-		if [ "$1" = 6.1-arm64 ]; then
-			rs_debian_meta linux-image-arm64 "$1" "$RS_ARM64_SUITE"
-		else
-			rs_debian_meta linux-image-6.12-arm64 "$1" "$RS_ARM64_SUITE"
-		fi
+		rs_debian_meta "$meta" "$1" "$RS_ARM64_SUITE"
 		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		return 0 ;;
+	6.1-oldest|6.12-oldest|6.1-arm64-oldest|6.12-arm64-oldest)
+		# The oldest ABI of the series Debian 12's archive still has
+		# (the point release's, which a machine installed from current
+		# media and never updated runs): the generic flavour.
+		local series=${1%%-*} suite=bookworm flav=amd64
+		case "$1" in *-arm64-*) suite=bookworm-arm64 flav=arm64 ;; esac
+		rs_kernel_abi "$(rs_abi_list "$suite" "$series" "$flav" | head -n1)" "$1"
+		return 0 ;;
+	6.1.0-[0-9]*|6.12.[0-9]*+deb12*)
+		# One ABI by name: 6.1.0-50 (generic amd64), 6.1.0-50-rt-amd64,
+		# 6.12.107+deb12-arm64, ... (scripts/abi-matrix --list).
+		rs_kernel_abi "$1" "$1"
 		return 0 ;;
 	trixie-arm64|sid-arm64)
 		# Debian 13's arm64 6.12 (gcc-14) and sid's arm64 7.2, from
@@ -393,16 +484,25 @@ rs_kernel() {
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
 		RS_KDIR=/usr/src/linux-headers-$RS_KVER
 		return 0 ;;
-	6.1)
-		rs_debian_meta linux-image-amd64 "$1" ;;
-	6.12)
-		rs_debian_meta linux-image-6.12-amd64 "$1" ;;
-	6.1-cloud|6.1-rt)
-		# Debian 12's other flavours: the cloud images' kernel and
-		# PREEMPT_RT, same source and compiler as the generic one.
-		rs_debian_meta "linux-image-${1#6.1-}-amd64" "$1" ;;
-	6.12-cloud|6.12-rt)
-		rs_debian_meta "linux-image-6.12-${1#6.12-}-amd64" "$1" ;;
+	6.1|6.12|6.1-cloud|6.1-rt|6.12-cloud|6.12-rt)
+		# Debian 12's amd64 kernels, the newest ABI bookworm's
+		# private lists name (refreshed: rs_lists_fresh), and its other
+		# flavours: the cloud images' kernel and PREEMPT_RT, same
+		# source and compiler as the generic one. The kbuild tree is
+		# unpacked into the cache (rs_kbuild), not installed.
+		local meta
+		case "$1" in
+		6.1) meta=linux-image-amd64 ;;
+		6.12) meta=linux-image-6.12-amd64 ;;
+		6.1-*) meta=linux-image-${1#6.1-}-amd64 ;;
+		6.12-*) meta=linux-image-6.12-${1#6.12-}-amd64 ;;
+		esac
+		RS_KBUILD_SUITE=bookworm
+		rs_debian_meta "$meta" "$1" bookworm
+		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
+		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
+		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		return 0 ;;
 	trixie|sid)
 		# Built by compilers this host lacks (gcc-14, gcc-16): their
 		# headers and the module's build live in a chroot of the suite.
@@ -554,38 +654,49 @@ rs_cross_unpack() {
 		rs_die "the $a cross compiler in $d does not work"
 }
 
-# rs_kbuild_arm64: the kbuild tree of an arm64 kernel (RS_KVER, from
-# RS_ARM64_SUITE) at RS_KDIR, unpacked into the cache: its arm64
-# linux-headers-VERSION and -common packages and the amd64 linux-kbuild
-# (fixdep, modpost and the rest run here; the arm64 one cannot), the
+# rs_kbuild SUITE KVER: the kbuild tree of Debian kernel KVER (amd64 or
+# arm64, from SUITE's private apt: bookworm, bookworm-arm64), unpacked into
+# the cache, never installed: its linux-headers-KVER and -common packages
+# and the amd64 linux-kbuild (fixdep, modpost and the rest run here), the
 # headers' Makefile pointed at the unpacked common tree (it includes
-# /usr/src/linux-headers-...-common/Makefile).
-rs_kbuild_arm64() {
-	local dir=$RS_CACHE/kernels/$RS_KVER/kbuild tmp deps d lock
+# /usr/src/linux-headers-...-common/Makefile). Sets RS_KDIR. The host's apt
+# and its lists play no part: every ABI the archive has can be built
+# against, whatever the host last updated to (scripts/abi-matrix).
+rs_kbuild() {
+	local suite=$1 kver=$2 dir=$RS_CACHE/kernels/$2/kbuild tmp deps d lock kb=
 	mkdir -p "${dir%/*}"
 	exec {lock}>"${dir%/*}/.kbuild.lock"
 	flock "$lock"
 	if [ ! -f "$dir/.done" ]; then
-		deps=$(rs_apt_cache "$RS_ARM64_SUITE" depends "linux-headers-$RS_KVER" |
-			sed -n -e 's/^ *Depends: \(linux-headers-.*-common\)$/\1/p' \
-				-e 's/^ *Depends: \(linux-kbuild-.*\)$/\1:amd64/p')
-		[ -n "$deps" ] || rs_die "no -common or linux-kbuild dependency of linux-headers-$RS_KVER"
-		rs_log "fetching linux-headers-$RS_KVER, ${deps//$'\n'/ } (the arm64 kbuild tree)"
+		# An arm64 configuration has amd64 as a foreign architecture.
+		case "$suite" in *-arm64) kb=:amd64 ;; esac
+		deps=$(rs_apt_cache "$suite" depends "linux-headers-$kver" |
+			sed -n -e 's/^ *Depends: \(linux-headers-.*-common[-a-z0-9]*\)$/\1/p' \
+				-e "s/^ *Depends: \\(linux-kbuild-[^: ]*\\).*\$/\\1$kb/p" | sort -u)
+		[ -n "$deps" ] || rs_die "no -common or linux-kbuild dependency of linux-headers-$kver in Debian $suite's lists"
+		rs_log "fetching linux-headers-$kver, ${deps//$'\n'/ } (the kbuild tree, unpacked into the cache)"
 		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
 		# shellcheck disable=SC2086 # a list of package names
-		(cd "$tmp" && rs_apt "$RS_ARM64_SUITE" download "linux-headers-$RS_KVER" $deps >/dev/null) ||
-			{ rm -rf "$tmp"; rs_die "cannot download the headers of $RS_KVER"; }
-		rm -rf "$dir"
+		(cd "$tmp" && rs_apt "$suite" download "linux-headers-$kver" $deps >/dev/null) ||
+			{ rm -rf "$tmp"; rs_die "cannot download the headers of $kver from Debian $suite"; }
+		rm -rf "$dir" "$dir.tmp"
 		for d in "$tmp"/*.deb; do
 			dpkg-deb -x "$d" "$dir.tmp"
 		done
 		rm -rf "$tmp"
 		sed -i "s|^include /usr/src/|include $dir/usr/src/|" \
-			"$dir.tmp/usr/src/linux-headers-$RS_KVER/Makefile"
+			"$dir.tmp/usr/src/linux-headers-$kver/Makefile"
 		mv "$dir.tmp" "$dir"
 		touch "$dir/.done"
 	fi
 	exec {lock}>&-
+	RS_KDIR=$dir/usr/src/linux-headers-$kver
+}
+
+# rs_kbuild_arm64: rs_kbuild for rs_kernel's arm64 kernel (RS_KVER of
+# RS_ARM64_SUITE).
+rs_kbuild_arm64() {
+	rs_kbuild "$RS_ARM64_SUITE" "$RS_KVER"
 }
 
 # rs_busybox_arm64: sets RS_BUSYBOX_ARM64, the static busybox of the
@@ -633,7 +744,15 @@ rs_build_module() {
 	elif [ -n "${RS_CHROOT_SUITE:-}" ]; then
 		[ "$RS_CHROOT_SUITE" = sid ] && cc=gcc-16
 		rs_chroot "$RS_CHROOT_SUITE" "$RS_KVER" "$cc"
+	elif [ -n "${RS_KBUILD_SUITE:-}" ]; then
+		# Debian 12's amd64 kernels: the cache's kbuild tree.
+		rs_kbuild "$RS_KBUILD_SUITE" "$RS_KVER"
 	fi
+	# A build on the host: kbuild, and pahole (dwarves) for the BTF of
+	# modules that kernels with CONFIG_DEBUG_INFO_BTF_MODULES generate
+	# when their headers carry vmlinux's BTF (6.12-arm64: "pahole: not
+	# found" ended a fresh machine's first run).
+	[ -n "${RS_CHROOT:-}" ] || rs_need_pkgs make gcc libc6-dev libelf-dev bc dwarves rsync
 	[ -n "${RS_CHROOT:-}" ] && out=$RS_CHROOT/rs-build/$RS_KVER/$RS_TREE
 	in=${out#"${RS_CHROOT:-}"}
 	mkdir -p "$out"
@@ -693,7 +812,7 @@ rs_apt_sources() {
 	trixie|trixie-arm64)
 		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR trixie main"
 		echo "deb [signed-by=$RS_KEYRING] $RS_SECURITY trixie-security main" ;;
-	bookworm-arm64)
+	bookworm|bookworm-arm64)
 		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR bookworm main"
 		echo "deb [signed-by=$RS_KEYRING] $RS_MIRROR bookworm-updates main"
 		echo "deb [signed-by=$RS_KEYRING] $RS_SECURITY bookworm-security main" ;;

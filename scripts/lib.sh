@@ -12,6 +12,18 @@
 #                             source tree (TREE: a hash of its path), so
 #                             that two clones never build into one folder
 #   build/selftests-TREE/     static test binaries (kernel independent)
+#   kbuild/SUITE/ABI/         Debian 12's kbuild trees (bookworm,
+#                             bookworm-arm64), unpacked, per ABI: the
+#                             headers of each of its flavours, their
+#                             -common trees and linux-kbuild (rs_kbuild)
+#   build/abi/KVER/           scripts/abi-matrix's build per ABI, and the
+#                             fingerprint of the sources last built green
+#   fresh/                    scripts/fresh-check: the pristine minimal
+#                             Debian 12 root, and each run's copy
+#   apt-bookworm/, apt-bookworm-arm64/
+#                             private apt configurations for Debian 12
+#                             itself: kernel names resolve from these
+#                             (refreshed hourly), never the host's lists
 #   ksft/                     kselftest_harness.h from linux-source-6.1
 #   apt-sid/, apt-trixie/     private apt configurations for Debian sid
 #                             and trixie (their lists and caches; the
@@ -72,6 +84,38 @@ rs_need_pkgs() {
 		DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null ||
 			rs_die "apt-get install ${missing[*]} failed"
 	fi
+}
+
+# rs_fix_hint LOG: the command that fixes what LOG says is missing, when
+# it names a command or header of a known package ("pahole: not found":
+# apt-get install dwarves); else nothing.
+rs_fix_hint() {
+	local c p pkgs=
+	# "X: not found", "X: command not found", "execvp: X: No such file".
+	for c in $(sed -nE -e 's/.*[: ]([A-Za-z0-9_.+-]+): (command )?not found.*/\1/p' \
+		-e 's/.*execvp: ([A-Za-z0-9_.+-]+): No such file.*/\1/p' "$1" 2>/dev/null | sort -u); do
+		case "$c" in
+		pahole) p=dwarves ;;
+		qemu-system-x86_64) p=qemu-system-x86 ;;
+		qemu-system-aarch64) p=qemu-system-arm ;;
+		qemu-img) p=qemu-utils ;;
+		mkfs.ext4|mke2fs) p=e2fsprogs ;;
+		dpkg-buildpackage|dpkg-architecture) p=dpkg-dev ;;
+		xz) p=xz-utils ;;
+		gnuplot) p=gnuplot-nox ;;
+		busybox) p=busybox-static ;;
+		insmod|modinfo|depmod) p=kmod ;;
+		bc|flex|bison|cpio|rsync|zstd|make|gcc|gcc-12|debootstrap|lintian|fakeroot|file|python3|git|sparse|perl)
+			p=$c ;;
+		*) continue ;;
+		esac
+		pkgs="$pkgs $p"
+	done
+	grep -qE 'fatal error: (gelf|libelf)\.h' "$1" 2>/dev/null && pkgs="$pkgs libelf-dev"
+	grep -qE 'fatal error: openssl/' "$1" 2>/dev/null && pkgs="$pkgs libssl-dev"
+	grep -qE 'fatal error: (bits/libc-header-start|gnu/stubs-32)\.h' "$1" 2>/dev/null &&
+		pkgs="$pkgs gcc-multilib"
+	[ -z "$pkgs" ] || echo "apt-get install$pkgs"
 }
 
 rs_host_pkgs() {
@@ -371,9 +415,14 @@ rs_chroot_arm64() {
 # namespace of its own: it goes away with CMD, even if CMD is killed, and
 # the host's mounts never change.
 rs_in_chroot() {
-	local root=$1
+	local root=$1 prop=private
 	shift
-	unshare --mount --pid --fork --mount-proc="$root/proc" chroot "$root" /usr/bin/env -i \
+	# Inside a chroot (scripts/fresh-check's root: its / is no mount
+	# point) unshare cannot make / private ("cannot change root filesystem
+	# propagation"); there the mounts are already those of a private
+	# namespace (the outer rs_in_chroot's), so they stay as they are.
+	mountpoint -q / || prop=unchanged
+	unshare --mount --propagation "$prop" --pid --fork --mount-proc="$root/proc" chroot "$root" /usr/bin/env -i \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
 }
@@ -419,7 +468,7 @@ rs_kernel_abi() {
 	[ "$RS_ARCH" = arm64 ] || RS_KBUILD_SUITE=bookworm
 	RS_BZIMAGE=$RS_CACHE/kernels/$k/vmlinuz
 	RS_EXTRA=$RS_CACHE/kernels/$k/extra
-	RS_KDIR=$RS_CACHE/kernels/$k/kbuild/usr/src/linux-headers-$k
+	RS_KDIR=$(rs_kbuild_dir "$suite" "$k")/root/usr/src/linux-headers-$k
 }
 
 # rs_kernel NAME: sets RS_KVER (uname -r), RS_BZIMAGE, RS_KDIR (kbuild tree
@@ -454,7 +503,7 @@ rs_kernel() {
 		rs_debian_meta "$meta" "$1" "$RS_ARM64_SUITE"
 		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
-		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		RS_KDIR=$(rs_kbuild_dir "$RS_ARM64_SUITE" "$RS_KVER")/root/usr/src/linux-headers-$RS_KVER
 		return 0 ;;
 	6.1-oldest|6.12-oldest|6.1-arm64-oldest|6.12-arm64-oldest)
 		# The oldest ABI of the series Debian 12's archive still has
@@ -501,7 +550,7 @@ rs_kernel() {
 		rs_debian_meta "$meta" "$1" bookworm
 		RS_BZIMAGE=$RS_CACHE/kernels/$RS_KVER/vmlinuz
 		RS_EXTRA=$RS_CACHE/kernels/$RS_KVER/extra
-		RS_KDIR=$RS_CACHE/kernels/$RS_KVER/kbuild/usr/src/linux-headers-$RS_KVER
+		RS_KDIR=$(rs_kbuild_dir bookworm "$RS_KVER")/root/usr/src/linux-headers-$RS_KVER
 		return 0 ;;
 	trixie|sid)
 		# Built by compilers this host lacks (gcc-14, gcc-16): their
@@ -662,35 +711,50 @@ rs_cross_unpack() {
 # /usr/src/linux-headers-...-common/Makefile). Sets RS_KDIR. The host's apt
 # and its lists play no part: every ABI the archive has can be built
 # against, whatever the host last updated to (scripts/abi-matrix).
+# The flavours of one ABI share one tree, $RS_CACHE/kbuild/SUITE/ABI/
+# (6.1.0-47-amd64 and -cloud-amd64 one -common; -rt-amd64 its own
+# -common-rt), each package unpacked there once (a stamp per package).
+# rs_kbuild_dir SUITE KVER: where rs_kbuild puts KVER's tree (the ABI's).
+rs_kbuild_dir() {
+	echo "$RS_CACHE/kbuild/$1/$(printf '%s\n' "$2" |
+		sed -E 's/^(6\.1\.0-[0-9]+|6\.12\.[0-9]+\+deb[0-9]+|[0-9.]+[-+][^-]*)-.*$/\1/')"
+}
 rs_kbuild() {
-	local suite=$1 kver=$2 dir=$RS_CACHE/kernels/$2/kbuild tmp deps d lock kb=
-	mkdir -p "${dir%/*}"
-	exec {lock}>"${dir%/*}/.kbuild.lock"
+	local suite=$1 kver=$2 dir tmp deps d lock kb= p want=()
+	dir=$(rs_kbuild_dir "$suite" "$kver")
+	mkdir -p "$dir"
+	exec {lock}>"$dir/.lock"
 	flock "$lock"
-	if [ ! -f "$dir/.done" ]; then
+	if [ ! -f "$dir/.done-$kver" ]; then
+		rs_lists_fresh "$suite"
 		# An arm64 configuration has amd64 as a foreign architecture.
 		case "$suite" in *-arm64) kb=:amd64 ;; esac
 		deps=$(rs_apt_cache "$suite" depends "linux-headers-$kver" |
 			sed -n -e 's/^ *Depends: \(linux-headers-.*-common[-a-z0-9]*\)$/\1/p' \
 				-e "s/^ *Depends: \\(linux-kbuild-[^: ]*\\).*\$/\\1$kb/p" | sort -u)
 		[ -n "$deps" ] || rs_die "no -common or linux-kbuild dependency of linux-headers-$kver in Debian $suite's lists"
-		rs_log "fetching linux-headers-$kver, ${deps//$'\n'/ } (the kbuild tree, unpacked into the cache)"
-		tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
-		# shellcheck disable=SC2086 # a list of package names
-		(cd "$tmp" && rs_apt "$suite" download "linux-headers-$kver" $deps >/dev/null) ||
-			{ rm -rf "$tmp"; rs_die "cannot download the headers of $kver from Debian $suite"; }
-		rm -rf "$dir" "$dir.tmp"
-		for d in "$tmp"/*.deb; do
-			dpkg-deb -x "$d" "$dir.tmp"
+		for p in "linux-headers-$kver" $deps; do
+			[ -f "$dir/.pkg-${p%:*}" ] || want+=("$p")
 		done
-		rm -rf "$tmp"
-		sed -i "s|^include /usr/src/|include $dir/usr/src/|" \
-			"$dir.tmp/usr/src/linux-headers-$kver/Makefile"
-		mv "$dir.tmp" "$dir"
-		touch "$dir/.done"
+		if [ ${#want[@]} -gt 0 ]; then
+			rs_log "fetching ${want[*]} (the kbuild tree of $kver, unpacked into the cache)"
+			tmp=$(mktemp -d "$RS_CACHE/dl.XXXXXX")
+			(cd "$tmp" && rs_apt "$suite" download "${want[@]}" >/dev/null) ||
+				{ rm -rf "$tmp"; rs_die "cannot download the headers of $kver from Debian $suite"; }
+			for d in "$tmp"/*.deb; do
+				dpkg-deb -x "$d" "$dir/root"
+			done
+			rm -rf "$tmp"
+			for p in "${want[@]}"; do
+				touch "$dir/.pkg-${p%:*}"
+			done
+		fi
+		sed -i "s|^include /usr/src/|include $dir/root/usr/src/|" \
+			"$dir/root/usr/src/linux-headers-$kver/Makefile"
+		touch "$dir/.done-$kver"
 	fi
 	exec {lock}>&-
-	RS_KDIR=$dir/usr/src/linux-headers-$kver
+	RS_KDIR=$dir/root/usr/src/linux-headers-$kver
 }
 
 # rs_kbuild_arm64: rs_kbuild for rs_kernel's arm64 kernel (RS_KVER of

@@ -20,7 +20,8 @@
 
 #include "kselftest_harness.h"
 
-#define PG		4096UL
+/* The page size: 4 KB, or 16 KB (Debian's arm64-16k kernel), 64 KB. */
+#define PG		((unsigned long)sysconf(_SC_PAGESIZE))
 #define EXEC_ENV	"RSEQ_SLICE_CHURN_EXEC"
 #define MS		1000000ULL
 

@@ -35,7 +35,10 @@
 
 #define FUZZ_THREADS	4
 #define FUZZ_DEFAULT	100000
-#define PG		4096UL
+/* The page size: 4 KB, or 16 KB (Debian's arm64-16k kernel), 64 KB. */
+#define PG		((size_t)sysconf(_SC_PAGESIZE))
+/* A region's bytes (stack, TLS): arguments and control words fit in 4 KB. */
+#define REGION		4096UL
 #define HUGE_SZ		(2UL << 20)
 #define AREA		256		/* argument bytes at the start of a region */
 #define CTRL_OFF	2048		/* control words from here on */
@@ -96,7 +99,7 @@ struct fuzz_thread {
 	int reported;
 };
 
-static __thread uint32_t tls_area[PG / sizeof(uint32_t)] __attribute__((aligned(64)));
+static __thread uint32_t tls_area[REGION / sizeof(uint32_t)] __attribute__((aligned(64)));
 
 static uint64_t rnd(struct fuzz_thread *t)
 {
@@ -451,7 +454,7 @@ static void dance(struct fuzz_thread *t, int fd)
 static void *fuzz_thread_fn(void *arg)
 {
 	struct fuzz_thread *t = arg;
-	char stack_area[PG] __attribute__((aligned(64)));
+	char stack_area[REGION] __attribute__((aligned(64)));
 	int own_fd = slice_open();
 	long i;
 

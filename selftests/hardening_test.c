@@ -34,7 +34,9 @@
 #define MS		1000000ULL
 /* The bound on waiting for enough events, and on any one wait. */
 #define EVENT_BOUND_NS	(240000 * MS)
-#define PG		4096
+/* The page size: 4 KB, or 16 KB (Debian's arm64-16k kernel), 64 KB. */
+#define PG		((size_t)sysconf(_SC_PAGESIZE))
+#define PG_MAX		65536
 
 /* Request until granted, within the bound: true if the thread holds one. */
 static bool get_grant(uint32_t *w)
@@ -430,7 +432,7 @@ static long vcsw(pid_t tid)
 static void *uffd_fn(void *arg)
 {
 	struct uffd_ctx *u = arg;
-	static char page[PG] __attribute__((aligned(PG)));
+	static char page[PG_MAX] __attribute__((aligned(PG_MAX)));
 	long round = 0, c0 = 0;
 
 	pin_self(0);

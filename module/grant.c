@@ -493,8 +493,11 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w)
 	if (!w)
 		return 0;
 	yielded = rseq_slice_grant_yielded(w);
-	if (!yielded && READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(w, false))
+	if (!yielded && READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(w, false)) {
+		/* The ioctl's own context: the sighand lock may sleep (RT). */
+		might_sleep();
 		force_sig(SIGSEGV);
+	}
 	return yielded;
 }
 
@@ -518,9 +521,9 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w)
  * prctl always gets merged upstream's rule.
  *
  * Returns true if current is owed a SIGSEGV (kill, or a bad word in
- * debug mode): the hook sends it once it has enabled preemption again,
- * since force_sig() takes the sighand lock, a sleeping lock on
- * PREEMPT_RT.
+ * debug mode). Not sent here nor by the hook: force_sig() takes the
+ * sighand lock, a sleeping lock on PREEMPT_RT, and the hook may run with
+ * preemption disabled; it queues the signal as task work (task.c).
  */
 bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 {

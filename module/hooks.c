@@ -214,7 +214,6 @@ static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
 static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
 					    struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	bool sigsegv;
 	int bit;
 
 	if (likely(rseq_slice_grant_holder() != current))
@@ -222,11 +221,16 @@ static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long pare
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
-	sigsegv = rseq_slice_grant_syscall(rseq_slice_syscall_kind(task_pt_regs(current)));
+	/*
+	 * A SIGSEGV owed is queued, not sent: through ftrace's list function
+	 * this callback runs with preemption disabled whatever the recursion
+	 * lock does, and the sighand lock sleeps on PREEMPT_RT (task.c). If
+	 * it cannot be queued (unload), the grant's reschedule comes back.
+	 */
+	if (rseq_slice_grant_syscall(rseq_slice_syscall_kind(task_pt_regs(current))) &&
+	    !rseq_slice_task_kill_current())
+		rseq_slice_resched_current();
 	ftrace_test_recursion_unlock(bit);
-	/* Preemptible again: the sighand lock sleeps on PREEMPT_RT. */
-	if (sigsegv)
-		force_sig(SIGSEGV);
 }
 
 static struct ftrace_ops rseq_slice_syscall_ops = {

@@ -39,6 +39,7 @@
 #include <linux/types.h>
 #include <linux/rseq_slice.h>
 
+struct callback_head;
 struct page;
 struct pt_regs;
 struct task_struct;
@@ -239,6 +240,7 @@ struct rseq_slice_task {
 	struct rseq_slice_word w;	/* the word as grant.c sees it */
 	struct page *page;		/* its page, pinned */
 	const struct cred *cred;	/* its user charged one page, or NULL */
+	struct callback_head *kill;	/* its SIGSEGV's task work; NULL while queued */
 	struct llist_node free_node;
 	struct rcu_head rcu;
 };
@@ -253,6 +255,7 @@ void rseq_slice_task_discard(struct rseq_slice_task *st);
 int rseq_slice_task_install(struct rseq_slice_task *st, bool *added);
 bool rseq_slice_task_unregister_current(void);
 void rseq_slice_task_clear_request(struct task_struct *task);
+bool rseq_slice_task_kill_current(void);
 void rseq_slice_task_unregister_all(void);
 void rseq_slice_task_flush(void);
 int rseq_slice_task_count(void);

@@ -21,6 +21,7 @@
 #include <linux/hashtable.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/pagemap.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -29,6 +30,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/llist.h>
+#include <linux/task_work.h>
 #include <linux/workqueue.h>
 
 #include <linux/rseq_slice.h>
@@ -145,6 +147,8 @@ static void rseq_slice_free_fn(struct work_struct *work)
 		unpin_user_pages_dirty_lock(&st->page, 1, true);
 		atomic_dec(&rseq_slice_nr_pinned);
 		rseq_slice_uncharge(st);
+		/* NULL while queued: the callback frees it then. */
+		kfree(st->kill);
 		/* Lockless lookups may still be walking past it. */
 		kfree_rcu(st, rcu);
 	}
@@ -162,10 +166,15 @@ static void rseq_slice_task_free(struct rseq_slice_task *st)
 		schedule_work(&rseq_slice_free_work);
 }
 
-/* Module unload: wait until every released page is unpinned. */
+/*
+ * Module unload (and a failed load), every registration released: wait
+ * until every released page is unpinned, and until no task is left in a
+ * kill callback's last instructions (rseq_slice_kill_fn()).
+ */
 void rseq_slice_task_flush(void)
 {
 	flush_work(&rseq_slice_free_work);
+	synchronize_rcu_tasks();
 }
 
 /*
@@ -177,6 +186,7 @@ void rseq_slice_task_discard(struct rseq_slice_task *st)
 	unpin_user_page(st->page);
 	atomic_dec(&rseq_slice_nr_pinned);
 	rseq_slice_uncharge(st);
+	kfree(st->kill);
 	kfree(st);
 }
 
@@ -199,6 +209,12 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 	st = kzalloc(sizeof(*st), GFP_KERNEL_ACCOUNT);
 	if (!st)
 		return ERR_PTR(-ENOMEM);
+	/* Allocated now: the system call hook that queues it cannot allocate. */
+	st->kill = kmalloc(sizeof(*st->kill), GFP_KERNEL_ACCOUNT);
+	if (!st->kill) {
+		kfree(st);
+		return ERR_PTR(-ENOMEM);
+	}
 
 	if (!capable(CAP_IPC_LOCK)) {
 		st->cred = get_current_cred();
@@ -258,10 +274,12 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 
 out_uncharge:
 	rseq_slice_uncharge(st);
+	kfree(st->kill);
 	kfree(st);
 	return ERR_PTR(ret);
 out_free:
 	put_cred(st->cred);	/* charged nothing */
+	kfree(st->kill);
 	kfree(st);
 	return ERR_PTR(ret);
 }
@@ -363,6 +381,86 @@ void rseq_slice_task_clear_request(struct task_struct *task)
 	/* A word the thread's rseq area no longer holds is not touched. */
 	if (unlikely(st) && !rseq_slice_task_area_moved(st))
 		rseq_slice_word_clear_request(&st->w);
+}
+
+/*
+ * The SIGSEGV of foreign_syscall=kill, or of a word debug=1 finds wrong,
+ * is earned at a system call's entry, in an ftrace callback. It cannot be
+ * sent there: force_sig() takes the sighand lock, a sleeping lock on
+ * PREEMPT_RT, and whether that callback may sleep is ftrace's choice, not
+ * ours: through a per-ops trampoline it runs as its caller does, through
+ * ftrace_ops_list_func() (arm64's 6.1 always; any kernel once a second
+ * ftrace user, the function tracer say, traces the same function) with
+ * preemption disabled. Nor can it allocate there (not on RT either). So
+ * each registration carries a callback_head allocated at ENABLE, which
+ * the hook queues as task work (TWA_RESUME): the callback runs in the
+ * thread's own context, preemptible, before it returns to user space
+ * (after the call itself, as force_sig() from the hook was delivered) or
+ * in do_exit() if the call never returns.
+ *
+ * Who may touch st->kill, and why no lock is needed:
+ *
+ *  - Only current queues its own (the hook) and only current's callback
+ *    gives it back: both run in the thread's own context, never at once.
+ *    While queued, st->kill is NULL: the task_works list owns the item,
+ *    and the callback frees it or hands it back to current's registration
+ *    of the moment.
+ *  - The registration may go while the item is queued: DISABLE, exec or
+ *    exit in the very call that earned the signal. Those are current's own
+ *    too, and free st, not the item. An exec'd program gets the signal
+ *    (as force_sig() from the hook gave it); an exiting thread none.
+ *  - The callback's code is this module's: a queued item holds a module
+ *    reference, so unload (which frees the registrations with their
+ *    items) cannot begin while one is queued. The callback drops it as
+ *    its last act; the return after it is covered by the RCU Tasks grace
+ *    period of rseq_slice_task_flush(), as merged.c's prctl callers are.
+ *  - The reference is taken only while the module is live: not during
+ *    init, whose failure frees the module whatever its count (do_init_module()),
+ *    nor once unload began (try_module_get() fails). The signal is then
+ *    lost and the caller gives the reschedule back instead.
+ */
+static void rseq_slice_kill_fn(struct callback_head *kill)
+{
+	struct rseq_slice_task *st;
+
+	/* The point of it all: a context that may sleep. */
+	might_sleep();
+	if (!(current->flags & PF_EXITING))
+		force_sig(SIGSEGV);
+	st = rseq_slice_task_current();
+	if (st && !st->kill)
+		st->kill = kill;
+	else
+		kfree(kill);
+	module_put(THIS_MODULE);
+}
+
+/*
+ * The system call hook: current, which held a grant at this call's entry,
+ * is owed a SIGSEGV. Preemption disabled (an RCU-sched read side). Queues
+ * it (see above); returns false if it cannot be sent.
+ */
+bool rseq_slice_task_kill_current(void)
+{
+	struct rseq_slice_task *st = rseq_slice_task_find(current);
+	struct callback_head *kill;
+
+	lockdep_assert_preemption_disabled();
+	if (!st)
+		return false;
+	/* Queued already: the signal is on its way. */
+	if (!st->kill)
+		return true;
+	if (READ_ONCE(THIS_MODULE->state) != MODULE_STATE_LIVE || !try_module_get(THIS_MODULE))
+		return false;
+	kill = st->kill;
+	init_task_work(kill, rseq_slice_kill_fn);
+	if (task_work_add(current, kill, TWA_RESUME)) {
+		module_put(THIS_MODULE);
+		return false;
+	}
+	st->kill = NULL;
+	return true;
 }
 
 /*

@@ -22,7 +22,6 @@
 #include "kselftest_harness.h"
 
 #define INJECT		"/sys/kernel/debug/rseq_slice/inject"
-#define REFCNT		"/sys/module/rseq_slice/refcnt"
 /* Events waited for, on a loaded host under emulation. */
 #define EVENT_NS	(240 * 1000000000ULL)
 
@@ -45,51 +44,8 @@ static int load_ko(const char *ko)
 	return ret;
 }
 
-/* The module's reference count; -1 if unreadable. */
-static long long refcnt(void)
-{
-	char buf[32];
-
-	if (slice_read_file(REFCNT, buf, sizeof(buf)) < 0)
-		return -1;
-	return strtoll(buf, NULL, 10);
-}
-
-/* The kernel log from now on: a non-blocking /dev/kmsg at its end. */
-static int kmsg_open(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/*
- * How many of the records logged since kmsg_open() hold @what. Records
- * read from @fd are kept in @log (NUL-separated), so that every call
- * sees all of them.
- */
-static int kmsg_count(int fd, char *log, size_t *len, size_t size, const char *what)
-{
-	ssize_t n;
-	size_t off;
-	int hits = 0;
-
-	while (*len + 1024 < size &&
-	       ((n = read(fd, log + *len, 1023)) > 0 || (n < 0 && errno == EPIPE))) {
-		if (n <= 0)
-			continue;
-		log[*len + n] = '\0';
-		*len += n + 1;
-	}
-	for (off = 0; off < *len; off += strlen(log + off) + 1)
-		hits += !!strstr(log + off, what);
-	return hits;
-}
-
 /* In a TEST_F: records logged since the setup that hold @what. */
-#define LOGGED(what) kmsg_count(self->kmsg, self->log, &self->len, sizeof(self->log), what)
+#define LOGGED(what) slice_kmsg_count(self->kmsg, self->log, &self->len, sizeof(self->log), what)
 
 FIXTURE(inject)
 {
@@ -108,7 +64,7 @@ FIXTURE_SETUP(inject)
 	ASSERT_EQ(0, slice_unload_module());
 	ASSERT_EQ(0, load_ko(fi_ko()));
 	ASSERT_EQ(0, access(INJECT, W_OK));
-	self->kmsg = kmsg_open();
+	self->kmsg = slice_kmsg_open();
 	ASSERT_LE(0, self->kmsg);
 }
 
@@ -150,12 +106,12 @@ TEST_F_TIMEOUT(inject, unhook_refused_pins_module, 300)
 
 	ASSERT_EQ(0, pin_self(cpu));
 	ASSERT_EQ(0, enable_and_close());
-	r0 = refcnt();
+	r0 = slice_module_refcnt();
 	ASSERT_LE(0, r0);
 	ASSERT_EQ(0, slice_write_file(INJECT, "unhook 1"));
 	ASSERT_EQ(0, slice_param_set("enabled", "0"));
 	EXPECT_EQ(1, LOGGED("cannot remove the schedule() hook (-16); the module stays loaded"));
-	EXPECT_EQ(r0 + 1, refcnt());
+	EXPECT_EQ(r0 + 1, slice_module_refcnt());
 	EXPECT_EQ(-EWOULDBLOCK, slice_unload_module());
 	EXPECT_EQ(-EIO, slice_param_set("enabled", "1"));
 	ASSERT_EQ(0, slice_param_get("enabled", buf, sizeof(buf)));
@@ -177,7 +133,7 @@ TEST_F_TIMEOUT(inject, unhook_refused_pins_module, 300)
 	EXPECT_LE(5, slice_stat("sdeny") - d0);
 
 	ASSERT_EQ(0, slice_write_file(INJECT, "release"));
-	EXPECT_EQ(r0, refcnt());
+	EXPECT_EQ(r0, slice_module_refcnt());
 	EXPECT_EQ(0, slice_unload_module());
 }
 

@@ -507,6 +507,16 @@ static inline void slice_module_restore(const struct slice_params *p)
 	slice_params_restore(p);
 }
 
+/* The module's reference count; -1 if unreadable. */
+static inline long long slice_module_refcnt(void)
+{
+	char buf[32];
+
+	if (slice_read_file("/sys/module/rseq_slice/refcnt", buf, sizeof(buf)) < 0)
+		return -1;
+	return strtoll(buf, NULL, 10);
+}
+
 /* Is the kernel's timer in high-resolution mode on every CPU? */
 static inline bool hres_active(void)
 {
@@ -548,6 +558,39 @@ static inline bool hres_active(void)
 	if (!__in) \
 		SKIP(longjmp(_metadata->env, 1), "not in RSEQ_SLICE_ONLY"); \
 } while (0)
+
+/* The kernel log from now on: a non-blocking /dev/kmsg at its end. */
+static inline int slice_kmsg_open(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/*
+ * How many of the records logged since slice_kmsg_open() hold @what.
+ * Records read from @fd are kept in @log (NUL-separated), so that every
+ * call sees all of them.
+ */
+static inline int slice_kmsg_count(int fd, char *log, size_t *len, size_t size, const char *what)
+{
+	ssize_t n;
+	size_t off;
+	int hits = 0;
+
+	while (*len + 1024 < size &&
+	       ((n = read(fd, log + *len, 1023)) > 0 || (n < 0 && errno == EPIPE))) {
+		if (n <= 0)
+			continue;
+		log[*len + n] = '\0';
+		*len += n + 1;
+	}
+	for (off = 0; off < *len; off += strlen(log + off) + 1)
+		hits += !!strstr(log + off, what);
+	return hits;
+}
 
 /* tracefs, for the tests that count the module's (or the kernel's) events. */
 #define SLICE_TRACING	"/sys/kernel/debug/tracing/"

@@ -47,6 +47,7 @@ user:params.debug_checks_syscall_entry
 user:sem.*.disabled_gives_no_grants
 user:params.foreign_syscall_abort
 user:params.debug_checks_the_word
+user:traced.*
 user:global.stats_count_threads
 user:global.unload_refused_while_open
 user:modload.load_unload_20_rounds

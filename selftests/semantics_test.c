@@ -1097,6 +1097,234 @@ TEST_F(params, debug_checks_the_word)
 	ASSERT_EQ(0, slice_param_set("debug", "0"));
 }
 
+/*
+ * Rule 6's SIGSEGV, and debug's, with the system call hook called through
+ * ftrace's list function: the function tracer traces the function the
+ * hook sits on, so that function has two ftrace users and ftrace calls
+ * both from ftrace_ops_list_func(), with preemption disabled (arm64's 6.1
+ * always does). The signal takes the sighand lock, which sleeps on
+ * PREEMPT_RT: it must be sent where the thread may sleep. The module
+ * asserts that (might_sleep()) where it sends it; a debug kernel
+ * (DEBUG_ATOMIC_SLEEP) logs "sleeping function called from invalid
+ * context" where it does not, as an RT kernel does when the lock is
+ * contended. The kill's task work holds a module reference until it ran:
+ * the count comes back. Root: the tracer, the parameters.
+ */
+static const char * const traced_funcs[] = {
+	/* 6.x (6.1's is a constant-propagated copy); 7.2's piece the grant's bit reaches. */
+	"syscall_trace_enter", "syscall_trace_enter.constprop.0", "trace_syscall_enter", NULL
+};
+
+#define SLEEP_IN_ATOMIC	"sleeping function called from invalid context"
+#define SCHED_IN_ATOMIC	"scheduling while atomic"
+
+/* The most ftrace users any of traced_funcs[] has now, or -1. */
+static int traced_users(void)
+{
+	char line[512];
+	int most = -1, i, n;
+	FILE *f = fopen(SLICE_TRACING "enabled_functions", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		for (i = 0; traced_funcs[i]; i++) {
+			size_t len = strlen(traced_funcs[i]);
+
+			if (!strncmp(line, traced_funcs[i], len) &&
+			    sscanf(line + len, " (%d)", &n) == 1 && n > most)
+				most = n;
+		}
+	}
+	fclose(f);
+	return most;
+}
+
+FIXTURE(traced)
+{
+	struct slice_params params;
+	long long refcnt;
+	int kmsg;
+	size_t len;
+	char log[65536];
+};
+
+FIXTURE_SETUP(traced)
+{
+	int fd, i, set = 0, users;
+
+	SLICE_ONLY_FILTER();
+	/* Out at once: the 6.1 harness runs a test whose setup skipped. */
+	if (!is_root())
+		SKIP(longjmp(_metadata->env, 1), "sets the function tracer and the parameters");
+	ASSERT_EQ(0, slice_params_save(&self->params));
+	ASSERT_EQ(0, slice_param_set_longest_grant());
+	self->kmsg = slice_kmsg_open();
+	ASSERT_LE(0, self->kmsg);
+	ASSERT_EQ(0, slice_write_file(SLICE_TRACING "set_ftrace_filter", ""));
+	fd = open(SLICE_TRACING "set_ftrace_filter", O_WRONLY | O_APPEND);
+	ASSERT_LE(0, fd);
+	/* One write per name: a name this kernel lacks fails alone. */
+	for (i = 0; traced_funcs[i]; i++)
+		set += write(fd, traced_funcs[i], strlen(traced_funcs[i])) > 0;
+	close(fd);
+	ASSERT_LT(0, set);
+	ASSERT_EQ(0, slice_write_file(SLICE_TRACING "current_tracer", "function"));
+	/* Registered, this thread arms the hooks: two users of the function. */
+	ASSERT_EQ(0, slice_enable_self());
+	users = traced_users();
+	ksft_print_msg("ftrace users of the hooked function: %d\n", users);
+	EXPECT_LE(2, users);
+	ASSERT_EQ(0, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE));
+	self->refcnt = slice_module_refcnt();
+	ASSERT_LE(0, self->refcnt);
+	rseq_slice_tsc_calibrate(0);
+}
+
+FIXTURE_TEARDOWN(traced)
+{
+	slice_write_file(SLICE_TRACING "current_tracer", "nop");
+	slice_write_file(SLICE_TRACING "set_ftrace_filter", "");
+	slice_params_restore(&self->params);
+	/* Sent where the thread may sleep, and the module's count back. */
+	EXPECT_EQ(0, slice_kmsg_count(self->kmsg, self->log, &self->len, sizeof(self->log),
+				      SLEEP_IN_ATOMIC));
+	EXPECT_EQ(0, slice_kmsg_count(self->kmsg, self->log, &self->len, sizeof(self->log),
+				      SCHED_IN_ATOMIC));
+	EXPECT_EQ(self->refcnt, slice_module_refcnt());
+	close(self->kmsg);
+}
+
+TEST_F(traced, foreign_syscall_kill)
+{
+	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long k = slice_stat("skill");
+	int p[2], status;
+
+	ASSERT_NE(MAP_FAILED, f);
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	ASSERT_EQ(0, pipe(p));
+	f->max_tries = FOREIGN_KILL_TRIES;
+	status = foreign_syscall_child(p, f);
+	ksft_print_msg("killed at call %u\n", f->tries);
+	ASSERT_TRUE(WIFSIGNALED(status)) {
+		TH_LOG("child status %#x after %u calls", status, f->tries);
+	}
+	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	EXPECT_EQ(f->tries, pipe_bytes(p[0]));
+	EXPECT_LE(1, stat_delta("skill", k));
+}
+
+TEST_F(traced, debug_kill)
+{
+	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int p[2], status;
+
+	ASSERT_NE(MAP_FAILED, f);
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
+	ASSERT_EQ(0, slice_param_set("debug", "1"));
+	ASSERT_EQ(0, pipe(p));
+	f->extra = 1U << 7;
+	f->max_tries = FOREIGN_KILL_TRIES;
+	status = foreign_syscall_child(p, f);
+	ksft_print_msg("killed at call %u\n", f->tries);
+	ASSERT_TRUE(WIFSIGNALED(status)) {
+		TH_LOG("child status %#x after %u calls", status, f->tries);
+	}
+	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+}
+
+/* The program a kill_across_exec child execs: it must never run. */
+#define KILL_EXEC_ARGV0	"kill_exec_check"
+
+/* glibc passes a constructor main()'s arguments. */
+static void __attribute__((constructor)) kill_exec_check(int argc, char **argv)
+{
+	if (argc > 0 && !strcmp(argv[0], KILL_EXEC_ARGV0))
+		_exit(0);
+}
+
+/*
+ * Fork children that each get a grant and make one foreign call, @exec:
+ * execve(), else exit_group(), until a call finds its grant live (skill
+ * moves) or FOREIGN_KILL_TRIES children have tried. Returns the status of
+ * the child whose call did, or -1.
+ */
+static int kill_one_call(bool exec, unsigned int *tries)
+{
+	struct noise noise;
+	long long k;
+	int status;
+	pid_t pid;
+
+	for (*tries = 1; *tries <= FOREIGN_KILL_TRIES; (*tries)++) {
+		k = slice_stat("skill");
+		pid = fork();
+		if (pid < 0)
+			return -1;
+		if (pid == 0) {
+			if (pin_self(slice_test_cpu()) || slice_enable_self())
+				_exit(20);
+			if (noise_start_fair(&noise, slice_test_cpu(), 2000, 50000))
+				_exit(21);
+			if (!wait_grant())
+				_exit(22);
+			if (exec)
+				execl("/proc/self/exe", KILL_EXEC_ARGV0, NULL);
+			syscall(SYS_exit_group, 0);
+			_exit(23);
+		}
+		if (waitpid(pid, &status, 0) != pid)
+			return -1;
+		if (WIFEXITED(status) && WEXITSTATUS(status) >= 20)
+			return status;
+		if (stat_delta("skill", k) > 0)
+			return status;
+	}
+	return -1;
+}
+
+/*
+ * A foreign execve(): the registration ends with the old program, the
+ * SIGSEGV comes with the new one, before its first instruction.
+ */
+TEST_F(traced, kill_across_exec)
+{
+	unsigned int tries;
+	int status;
+
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	status = kill_one_call(true, &tries);
+	ksft_print_msg("killed at child %u\n", tries);
+	ASSERT_NE(-1, status);
+	ASSERT_TRUE(WIFSIGNALED(status)) {
+		TH_LOG("child status %#x", status);
+	}
+	EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+}
+
+/*
+ * A foreign exit_group(): the call never returns; the kill's task work
+ * runs in do_exit() and sends nothing to an exiting thread, but gives its
+ * module reference back (the teardown's count).
+ */
+TEST_F(traced, kill_at_exit)
+{
+	unsigned int tries;
+	int status;
+
+	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
+	status = kill_one_call(false, &tries);
+	ksft_print_msg("exited granted at child %u\n", tries);
+	ASSERT_NE(-1, status);
+	ASSERT_TRUE(WIFEXITED(status)) {
+		TH_LOG("child status %#x", status);
+	}
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
 /* Rule 8: the statistics file and its thread count. */
 TEST(stats_count_threads)
 {

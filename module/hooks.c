@@ -779,6 +779,8 @@ static int rseq_slice_set_syscall_filters(void)
 {
 	int ret = rseq_slice_set_filter_all(&rseq_slice_syscall_ops, rseq_slice_syscall_names);
 
+	if (!ret && rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP))
+		return -ENOENT;
 	return ret ? ret : rseq_slice_set_filter_all(&rseq_slice_yield_ops,
 						     rseq_slice_yield_names);
 }
@@ -801,12 +803,15 @@ static int rseq_slice_set_syscall_filters(void)
 	};
 	int ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
 #ifdef RSEQ_SLICE_YIELD_STUB_FIND
-	unsigned long stub = rseq_slice_yield_stub_find();
+	unsigned long stub = rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP) ? 0 :
+			     rseq_slice_yield_stub_find();
 
 	if (!ret && !stub)
 		pr_err("the sys_ni_syscall() that answers system call 471 not found\n");
 	return ret ? ret : stub ? ftrace_set_filter_ip(&rseq_slice_yield_ops, stub, 0, 0) : -ENOENT;
 #else
+	if (!ret && rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP))
+		return -ENOENT;
 	return ret ? ret : rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
 #endif
 }

@@ -8,6 +8,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -115,6 +116,25 @@ static struct miscdevice rseq_slice_misc = {
 	.mode = 0666,
 };
 
+/*
+ * misc_register(), or in the fault injection build its injected failure:
+ * that one waits (up to 10 s) for a thread to enable through the prctl,
+ * which is live by then, so that the failed load has a registration, a
+ * pin and a charge to undo. Module init.
+ */
+static int rseq_slice_misc_register(void)
+{
+	unsigned int i;
+
+	if (!rseq_slice_inject_take(RSEQ_SLICE_INJECT_MISC_REGISTER))
+		return misc_register(&rseq_slice_misc);
+	for (i = 0; i < 500 && !rseq_slice_task_merged_count(); i++)
+		msleep(20);
+	pr_warn("injected: misc_register() fails (%d prctl registrations)\n",
+		rseq_slice_task_merged_count());
+	return -EBUSY;
+}
+
 static int __init rseq_slice_init(void)
 {
 	int ret;
@@ -142,7 +162,7 @@ static int __init rseq_slice_init(void)
 	rseq_slice_merged_init();
 	rseq_slice_stats_init();
 	rseq_slice_inject_init();
-	ret = misc_register(&rseq_slice_misc);
+	ret = rseq_slice_misc_register();
 	if (ret)
 		goto remove_stats;
 	return 0;

@@ -274,6 +274,8 @@ bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
 enum rseq_slice_inject_point {
 	RSEQ_SLICE_INJECT_UNHOOK,	/* unregister_ftrace_function() refuses */
 	RSEQ_SLICE_INJECT_END_IPI,	/* the end-all IPI lands inside a grant */
+	RSEQ_SLICE_INJECT_YIELD_LOOKUP,	/* at load: rseq_slice_yield()'s hook point not found */
+	RSEQ_SLICE_INJECT_MISC_REGISTER,	/* at load: misc_register() fails */
 	RSEQ_SLICE_INJECT_NR,
 };
 

@@ -58,6 +58,7 @@
 static DEFINE_MUTEX(rseq_slice_hooks_mutex);
 static bool rseq_slice_armed;	/* the hot hooks are registered */
 static bool rseq_slice_yield_armed;	/* the rseq_slice_yield() hook is */
+static bool rseq_slice_yield_hookable;	/* its filter is set: the merged ABI works */
 static bool rseq_slice_ready;	/* module init finished, unload not begun */
 static bool rseq_slice_stuck;	/* a hook could not be removed: module pinned */
 static const struct file_operations *rseq_slice_fops;	/* the device's */
@@ -554,7 +555,8 @@ unhook_switch:
 /* Hooks mutex held: register or remove the yield's hook as the state asks. */
 static int rseq_slice_yield_sync(void)
 {
-	bool want = rseq_slice_ready && rseq_slice_task_merged_count() > 0;
+	bool want = rseq_slice_ready && rseq_slice_yield_hookable &&
+		    rseq_slice_task_merged_count() > 0;
 	int ret = 0;
 
 	lockdep_assert_held(&rseq_slice_hooks_mutex);
@@ -757,7 +759,7 @@ static int rseq_slice_set_filter_all(struct ftrace_ops *ops, const char * const 
 	for (; *names; names++) {
 		addr = rseq_slice_symbol(*names);
 		if (!addr) {
-			pr_err("%s() not found\n", *names);
+			pr_warn("%s() not found\n", *names);
 			return -ENOENT;
 		}
 		ret = ftrace_set_filter_ip(ops, addr, 0, 0);
@@ -775,19 +777,38 @@ static const char * const rseq_slice_syscall_names[] = {
 
 static const char * const rseq_slice_yield_names[] = { RSEQ_SLICE_YIELD_STUB_NAMES NULL };
 
-static int rseq_slice_set_syscall_filters(void)
+static int rseq_slice_set_syscall_filter(void)
 {
-	int ret = rseq_slice_set_filter_all(&rseq_slice_syscall_ops, rseq_slice_syscall_names);
+	return rseq_slice_set_filter_all(&rseq_slice_syscall_ops, rseq_slice_syscall_names);
+}
 
-	if (!ret && rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP))
-		return -ENOENT;
-	return ret ? ret : rseq_slice_set_filter_all(&rseq_slice_yield_ops,
-						     rseq_slice_yield_names);
+static int rseq_slice_find_yield_filter(void)
+{
+	return rseq_slice_set_filter_all(&rseq_slice_yield_ops, rseq_slice_yield_names);
 }
 #else
-static int rseq_slice_set_syscall_filters(void)
+static int rseq_slice_set_syscall_filter(void)
 {
-#ifndef RSEQ_SLICE_YIELD_STUB_FIND
+	/* 6.1 has only a constant-propagated copy of the static function. */
+	static const char * const syscall_names[] = {
+		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
+	};
+
+	return rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
+}
+
+#ifdef RSEQ_SLICE_YIELD_STUB_FIND
+static int rseq_slice_find_yield_filter(void)
+{
+	unsigned long stub = rseq_slice_yield_stub_find();
+
+	if (!stub)
+		pr_warn("the sys_ni_syscall() that answers system call 471 not found\n");
+	return stub ? ftrace_set_filter_ip(&rseq_slice_yield_ops, stub, 0, 0) : -ENOENT;
+}
+#else
+static int rseq_slice_find_yield_filter(void)
+{
 	static const char * const yield_names[] = {
 #if RSEQ_SLICE_YIELD_STUB
 		RSEQ_SLICE_YIELD_STUB_NAMES
@@ -796,26 +817,39 @@ static int rseq_slice_set_syscall_filters(void)
 #endif
 		NULL
 	};
-#endif
-	/* 6.1 has only a constant-propagated copy of the static function. */
-	static const char * const syscall_names[] = {
-		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
-	};
-	int ret = rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
-#ifdef RSEQ_SLICE_YIELD_STUB_FIND
-	unsigned long stub = rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP) ? 0 :
-			     rseq_slice_yield_stub_find();
 
-	if (!ret && !stub)
-		pr_err("the sys_ni_syscall() that answers system call 471 not found\n");
-	return ret ? ret : stub ? ftrace_set_filter_ip(&rseq_slice_yield_ops, stub, 0, 0) : -ENOENT;
-#else
-	if (!ret && rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP))
-		return -ENOENT;
-	return ret ? ret : rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
-#endif
+	return rseq_slice_set_filter(&rseq_slice_yield_ops, yield_names);
 }
 #endif
+#endif
+
+/*
+ * Where rseq_slice_yield() is answered, for the merged ABI only: without
+ * it the merged ABI is off (merged.c asks rseq_slice_hooks_merged_ok())
+ * and the device's ioctls work as with merged_abi=0. Module init.
+ */
+static void rseq_slice_set_yield_filter(void)
+{
+	int ret;
+
+	if (!rseq_slice_merged_abi)
+		return;
+	ret = rseq_slice_inject_take(RSEQ_SLICE_INJECT_YIELD_LOOKUP) ? -ENOENT :
+	      rseq_slice_find_yield_filter();
+	if (ret) {
+		pr_warn("no merged ABI: no hook point for rseq_slice_yield() (%d); the device's ioctls work\n",
+			ret);
+		ftrace_free_filter(&rseq_slice_yield_ops);
+		return;
+	}
+	rseq_slice_yield_hookable = true;
+}
+
+/* Module init, after rseq_slice_hooks_init(): can the merged ABI be offered? */
+bool rseq_slice_hooks_merged_ok(void)
+{
+	return rseq_slice_yield_hookable;
+}
 
 /* Module init; @fops identifies the device's files for the yield test. */
 int rseq_slice_hooks_init(const struct file_operations *fops)
@@ -840,9 +874,10 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 	ret = rseq_slice_set_filter(&rseq_slice_schedule_ops, schedule_names);
 	if (ret)
 		goto free_filters;
-	ret = rseq_slice_set_syscall_filters();
+	ret = rseq_slice_set_syscall_filter();
 	if (ret)
 		goto free_filters;
+	rseq_slice_set_yield_filter();
 	ret = rseq_slice_set_filter(&rseq_slice_signal_ops, signal_names);
 	if (ret)
 		goto free_filters;

@@ -145,8 +145,9 @@ static struct ftrace_ops rseq_slice_prctl_ops = {
 };
 
 /*
- * Module init. Without the prctl the module still offers its ioctls: a
- * failure here is reported and the rest loads. Returns 0.
+ * Module init, after rseq_slice_hooks_init(). Without the prctl (or
+ * without rseq_slice_yield()'s hook point) the module still offers its
+ * ioctls: a failure here is reported and the rest loads. Returns 0.
  */
 int rseq_slice_merged_init(void)
 {
@@ -158,6 +159,9 @@ int rseq_slice_merged_init(void)
 		pr_info("merged ABI off (merged_abi=0): only the device's ioctls\n");
 		return 0;
 	}
+	/* No rseq_slice_yield(), no prctl: hooks.c said why. */
+	if (!rseq_slice_hooks_merged_ok())
+		return 0;
 	addr = rseq_slice_symbol("security_task_prctl");
 	ret = addr ? ftrace_set_filter_ip(&rseq_slice_prctl_ops, addr, 0, 0) : -ENOENT;
 	if (!ret)

@@ -298,6 +298,7 @@ static inline bool rseq_slice_inject_take(enum rseq_slice_inject_point point)
 int rseq_slice_hooks_init(const struct file_operations *fops);
 void rseq_slice_hooks_stop(void);
 void rseq_slice_hooks_exit(void);
+bool rseq_slice_hooks_merged_ok(void);
 int rseq_slice_hooks_register_current(u64 uaddr, bool merged);
 bool rseq_slice_hooks_unregister_current(void);
 struct ftrace_ops;

@@ -10,7 +10,9 @@
  * - the end-all IPI of enabled=0 or an unload landing inside a grant
  *   (under single-threaded emulation the grant has always ended before
  *   the disarming CPU runs again): it must give back the reschedule the
- *   grant deferred.
+ *   grant deferred;
+ * - at load (its parameter inject=), rseq_slice_yield()'s hook point not
+ *   found: only the merged ABI is off, the ioctls work.
  *
  * Each test swaps the normal module for the fault injection build and
  * back. Root only.
@@ -18,7 +20,9 @@
 #include "slice_util.h"
 
 #include <fcntl.h>
+#include <sys/utsname.h>
 
+#include "merged_util.h"
 #include "kselftest_harness.h"
 
 #define INJECT		"/sys/kernel/debug/rseq_slice/inject"
@@ -32,14 +36,14 @@ static const char *fi_ko(void)
 	return ko ? ko : "/lib/rseq_slice_fi.ko";
 }
 
-static int load_ko(const char *ko)
+static int load_ko(const char *ko, const char *params)
 {
 	int fd = open(ko, O_RDONLY | O_CLOEXEC);
 	int ret;
 
 	if (fd < 0)
 		return -errno;
-	ret = syscall(SYS_finit_module, fd, "", 0) ? -errno : 0;
+	ret = syscall(SYS_finit_module, fd, params, 0) ? -errno : 0;
 	close(fd);
 	return ret;
 }
@@ -62,7 +66,7 @@ FIXTURE_SETUP(inject)
 		SKIP(return, "loads modules");
 	ASSERT_EQ(0, slice_params_save(&self->params));
 	ASSERT_EQ(0, slice_unload_module());
-	ASSERT_EQ(0, load_ko(fi_ko()));
+	ASSERT_EQ(0, load_ko(fi_ko(), ""));
 	ASSERT_EQ(0, access(INJECT, W_OK));
 	self->kmsg = slice_kmsg_open();
 	ASSERT_LE(0, self->kmsg);
@@ -207,6 +211,70 @@ TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
 		       granted, switched);
 	ASSERT_EQ(want, granted);
 	EXPECT_LE(granted * 3 / 4, switched);
+}
+
+/*
+ * The failures at load: the fault injection build loaded with its
+ * parameter inject=, by the test itself.
+ */
+FIXTURE(load)
+{
+	struct slice_params params;
+	int kmsg;
+	size_t len;
+	char log[65536];
+};
+
+FIXTURE_SETUP(load)
+{
+	SLICE_ONLY_FILTER();
+	/* Out at once: the 6.1 harness runs a test whose setup skipped. */
+	if (!is_root())
+		SKIP(longjmp(_metadata->env, 1), "loads modules");
+	ASSERT_EQ(0, slice_params_save(&self->params));
+	ASSERT_EQ(0, slice_unload_module());
+	self->kmsg = slice_kmsg_open();
+	ASSERT_LE(0, self->kmsg);
+}
+
+FIXTURE_TEARDOWN(load)
+{
+	if (slice_module_loaded())
+		slice_unload_module();
+	slice_module_restore(&self->params);
+	close(self->kmsg);
+}
+
+/*
+ * rseq_slice_yield()'s hook point not found (arm64: the sys_ni_syscall()
+ * that answers 471; x86: the function whose result is fixed, or 7.2's
+ * stubs): the merged ABI is off as with merged_abi=0, the prctl and 471
+ * get the kernel's own answers, and the module loads with its ioctls.
+ */
+TEST_F(load, yield_lookup_fails_ioctls_work)
+{
+	struct rseq_slice_info info;
+	struct utsname u;
+	long want;
+	int fd;
+
+	ASSERT_EQ(0, merged_glibc_owns_rseq() ? 0 : merged_register());
+	ASSERT_EQ(0, load_ko(fi_ko(), "inject=yield_lookup:1"));
+	EXPECT_EQ(1, LOGGED("no merged ABI: no hook point for rseq_slice_yield()"));
+	ASSERT_EQ(0, uname(&u));
+	want = atoi(u.release) >= 7 ? -MERGED_ENOTSUPP : -EINVAL;
+	EXPECT_EQ(want, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
+	EXPECT_EQ(want, merged_get());
+	EXPECT_EQ(-ENOSYS, merged_yield());
+	fd = slice_open();
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, ioctl(fd, RSEQ_SLICE_IOC_INFO, &info));
+	EXPECT_EQ(0, slice_enable_word(fd, &slice_self.ctrl));
+	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_YIELD));
+	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
+	close(fd);
+	EXPECT_EQ(0, slice_unload_module());
 }
 
 TEST_HARNESS_MAIN

@@ -135,6 +135,28 @@ static int rseq_slice_misc_register(void)
 	return -EBUSY;
 }
 
+/*
+ * Undo what init did, in the order that makes each step safe for the
+ * next: shared by unload and by an init that failed once the prctl hook
+ * was live (a thread may have enabled through it, and armed the hooks,
+ * been granted, queued a free).
+ */
+static void rseq_slice_teardown(void)
+{
+	rseq_slice_stats_exit();
+	/* No grant from here on... */
+	rseq_slice_hooks_stop();
+	/* ...no prctl can register... */
+	rseq_slice_merged_exit();
+	/* ...no hook runs after this... */
+	rseq_slice_hooks_exit();
+	/* ...so the registrations can go, pins and all... */
+	rseq_slice_task_unregister_all();
+	rseq_slice_task_flush();
+	/* ...and no timer can be left armed. */
+	rseq_slice_grant_exit();
+}
+
 static int __init rseq_slice_init(void)
 {
 	int ret;
@@ -155,6 +177,7 @@ static int __init rseq_slice_init(void)
 		return -EBUSY;
 	}
 	rseq_slice_grant_init();
+	/* Until the prctl hook is live nobody can register: its own unwind. */
 	ret = rseq_slice_hooks_init(&rseq_slice_fops);
 	if (ret)
 		return ret;
@@ -163,33 +186,18 @@ static int __init rseq_slice_init(void)
 	rseq_slice_stats_init();
 	rseq_slice_inject_init();
 	ret = rseq_slice_misc_register();
-	if (ret)
-		goto remove_stats;
-	return 0;
-
-remove_stats:
-	rseq_slice_stats_exit();
-	rseq_slice_hooks_stop();
-	rseq_slice_merged_exit();
-	rseq_slice_hooks_exit();
+	if (ret) {
+		pr_err("cannot register the device: %d\n", ret);
+		rseq_slice_teardown();
+	}
 	return ret;
 }
 
 static void __exit rseq_slice_exit(void)
 {
+	/* No ioctl can be running: an open file holds the module. */
 	misc_deregister(&rseq_slice_misc);
-	rseq_slice_stats_exit();
-	/* No grant from here on... */
-	rseq_slice_hooks_stop();
-	/* ...no prctl can register... */
-	rseq_slice_merged_exit();
-	/* ...no hook runs after this... */
-	rseq_slice_hooks_exit();
-	/* ...so the registrations can go, pins and all... */
-	rseq_slice_task_unregister_all();
-	rseq_slice_task_flush();
-	/* ...and no timer can be left armed. */
-	rseq_slice_grant_exit();
+	rseq_slice_teardown();
 }
 
 module_init(rseq_slice_init);

@@ -12,7 +12,10 @@
  *   the disarming CPU runs again): it must give back the reschedule the
  *   grant deferred;
  * - at load (its parameter inject=), rseq_slice_yield()'s hook point not
- *   found: only the merged ABI is off, the ioctls work.
+ *   found: only the merged ABI is off, the ioctls work;
+ * - at load, misc_register() failing once the prctl hook is live and a
+ *   thread enabled through it: the failed load undoes the registration
+ *   (pin, charge) as an unload would.
  *
  * Each test swaps the normal module for the fault injection build and
  * back. Root only.
@@ -20,7 +23,10 @@
 #include "slice_util.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 
 #include "merged_util.h"
 #include "kselftest_harness.h"
@@ -275,6 +281,113 @@ TEST_F(load, yield_lookup_fails_ioctls_work)
 	EXPECT_EQ(0, slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE));
 	close(fd);
 	EXPECT_EQ(0, slice_unload_module());
+}
+
+/*
+ * Pages pinned in the whole system now (FOLL_PIN), or -1. The counters
+ * are per CPU until folded: fold them first.
+ */
+static long long pins_held(void)
+{
+	long long acquired = -1, released = -1, v;
+	char name[64];
+	FILE *f;
+
+	if (slice_write_file("/proc/sys/vm/stat_refresh", "1"))
+		return -1;
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %lld", name, &v) == 2) {
+		if (!strcmp(name, "nr_foll_pin_acquired"))
+			acquired = v;
+		else if (!strcmp(name, "nr_foll_pin_released"))
+			released = v;
+	}
+	fclose(f);
+	return acquired < 0 || released < 0 ? -1 : acquired - released;
+}
+
+/* An unprivileged user of its own, allowed one locked page. */
+#define LEAK_UID	4242
+
+static int leak_user(void)
+{
+	struct rlimit rl;
+
+	rl.rlim_cur = sysconf(_SC_PAGESIZE);
+	rl.rlim_max = rl.rlim_cur;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setresgid(LEAK_UID, LEAK_UID, LEAK_UID) ||
+	    setresuid(LEAK_UID, LEAK_UID, LEAK_UID))
+		return -1;
+	return 0;
+}
+
+struct leak {
+	bool stop;
+	unsigned int enabled;	/* the prctl ENABLEs that succeeded */
+	long last;		/* the last ENABLE's result */
+};
+
+/*
+ * misc_register() fails after the prctl hook went live and a thread of
+ * LEAK_UID enabled through it (the injection waits for one): the failed
+ * load must undo that registration as unload does, unpinning its page and
+ * giving back the user's RLIMIT_MEMLOCK charge (and, on the debug lane,
+ * leave KASAN and kmemleak nothing to report). Seen from here: no page
+ * left pinned, and the same user, allowed one page, can enable again.
+ */
+TEST_F_TIMEOUT(load, misc_register_fails_unwinds, 120)
+{
+	struct leak *l = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long long pins;
+	int status, ret;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, l);
+	ASSERT_EQ(0, merged_glibc_owns_rseq() ? 0 : merged_register());
+	pins = pins_held();
+	ASSERT_LE(0, pins);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (leak_user())
+			_exit(20);
+		/* Until the prctl is there, then on it until told to stop. */
+		while (!__atomic_load_n(&l->stop, __ATOMIC_RELAXED)) {
+			l->last = merged_set(PR_RSEQ_SLICE_EXT_ENABLE);
+			if (l->last == 0 && merged_get() == PR_RSEQ_SLICE_EXT_ENABLE)
+				l->enabled++;
+		}
+		_exit(0);
+	}
+	ret = load_ko(fi_ko(), "inject=misc_register:1");
+	__atomic_store_n(&l->stop, true, __ATOMIC_RELAXED);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(-EBUSY, ret);
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ksft_print_msg("%u prctl calls found the thread enabled, the last ENABLE returned %ld\n",
+		       l->enabled, l->last);
+	ASSERT_LE(1, l->enabled);
+	EXPECT_EQ(1, LOGGED("injected: misc_register() fails (1 prctl registrations)"));
+	EXPECT_FALSE(slice_module_loaded());
+	EXPECT_EQ(pins, pins_held());
+
+	/* The same user's charge was given back: one page is enough again. */
+	ASSERT_EQ(0, slice_load_module(""));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (leak_user())
+			_exit(20);
+		ret = merged_set(PR_RSEQ_SLICE_EXT_ENABLE);
+		_exit(ret == 0 ? 0 : ret == -ENOMEM ? 21 : 22);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("child status %#x (exit 21: ENOMEM, the charge leaked)", status);
+	}
 }
 
 TEST_HARNESS_MAIN

@@ -28,6 +28,17 @@
 #endif
 
 /*
+ * Merged upstream's control word, struct rseq_slice_ctrl, is two bytes
+ * (request at offset 0, granted at 1) that the module reads and writes as
+ * one u32: REQUEST is bit 0 and GRANTED bit 8 (rseq_slice.h) only in
+ * little-endian order. A big-endian kernel would never see the bytes a
+ * program sets. Debian's arm64 is little-endian; x86 always is.
+ */
+#ifdef CONFIG_CPU_BIG_ENDIAN
+#error "big-endian arm64: the merged ABI's control word layout assumes little-endian"
+#endif
+
+/*
  * Exit work that forbids a grant, the reschedule requests aside
  * (grant.c): what the exit loop serves. 6.1 and 6.12: arm64's
  * _TIF_WORK_MASK, do_notify_resume()'s. 7.2 (GENERIC_IRQ_ENTRY, where

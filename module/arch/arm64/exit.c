@@ -249,21 +249,38 @@ static unsigned long rseq_slice_ftrace_site(unsigned long func)
  * COND_SYSCALL() stub __arm64_sys_rseq_slice_yield(), which answers
  * sys_ni_syscall()'s -ENOSYS; no other number reaches it. Checked, not
  * assumed: the tables' entries 471 must be that stub. Where ftrace
- * patches it, or 0 (the kernel is refused).
+ * patches it, or 0 (the merged ABI is off: hooks.c).
  */
-static bool rseq_slice_table_471_is(const char *table, unsigned long stub)
-{
-	unsigned long t = rseq_slice_symbol(table);
+#ifdef CONFIG_COMPAT
+/* compat_sys_call_table[]'s length, __NR_compat32_syscalls (6.12 and later). */
+#include <asm/unistd_compat_32.h>
+#define RSEQ_SLICE_NR_COMPAT_CALLS	__NR_compat32_syscalls
+#else
+#define RSEQ_SLICE_NR_COMPAT_CALLS	0
+#endif
 
-	return t && READ_ONCE(((const unsigned long *)t)[RSEQ_SLICE_NR_YIELD]) == stub;
+/*
+ * Is entry 471 of @table, an array of @nr system calls in this kernel's
+ * build, @stub? Read only if it exists: @nr (the kernel's own headers)
+ * and kallsyms (where the next symbol starts) must both leave room for it.
+ */
+static bool rseq_slice_table_471_is(const char *table, unsigned int nr, unsigned long stub)
+{
+	unsigned long lo, hi;
+
+	if (nr <= RSEQ_SLICE_NR_YIELD || !rseq_slice_symbol_range(table, &lo, &hi) ||
+	    hi - lo < (RSEQ_SLICE_NR_YIELD + 1) * sizeof(syscall_fn_t))
+		return false;
+	return (unsigned long)READ_ONCE(((const syscall_fn_t *)lo)[RSEQ_SLICE_NR_YIELD]) == stub;
 }
 
 unsigned long rseq_slice_yield_stub_find(void)
 {
 	unsigned long stub = rseq_slice_symbol("__arm64_sys_rseq_slice_yield");
 
-	if (!stub || !rseq_slice_table_471_is("sys_call_table", stub) ||
-	    (IS_ENABLED(CONFIG_COMPAT) && !rseq_slice_table_471_is("compat_sys_call_table", stub)))
+	if (!stub || !rseq_slice_table_471_is("sys_call_table", __NR_syscalls, stub) ||
+	    (IS_ENABLED(CONFIG_COMPAT) &&
+	     !rseq_slice_table_471_is("compat_sys_call_table", RSEQ_SLICE_NR_COMPAT_CALLS, stub)))
 		return 0;
 	return rseq_slice_ftrace_site(stub);
 }
@@ -279,7 +296,7 @@ unsigned long rseq_slice_yield_stub_find(void)
  * their own (0x120 bytes on Debian's 6.1, ten ftrace sites), and
  * ftrace_set_filter_ip() on a symbol's start takes any site in that
  * size, which hooked one of the stubs: system call 471 still answered
- * -ENOSYS. Module init.
+ * -ENOSYS. Module init; 0: the merged ABI is off (hooks.c).
  */
 unsigned long rseq_slice_yield_stub_find(void)
 {

@@ -14,6 +14,7 @@
 #include <linux/compat.h>
 #include <linux/ptrace.h>
 #include <linux/thread_info.h>
+#include <linux/version.h>
 #include <asm/syscall.h>
 #include <asm/unistd.h>
 
@@ -64,6 +65,15 @@
 #define RSEQ_SLICE_ENTRY_KNOWN		0
 #define RSEQ_SLICE_ENTRY_WORK_BIT	TIF_SYSCALL_AUDIT
 #define rseq_slice_entry_work_word(ti)	(&(ti)->flags)
+
+/*
+ * The entry and exit code the module was written against: 6.1's, 6.12's
+ * and 7.2's (exit.c checks their layout at load). A later kernel is
+ * refused, as x86 refuses a 7.x after 7.2: the same names may resolve
+ * and no longer mean the same.
+ */
+#define RSEQ_SLICE_ARM64_KNOWN \
+	(LINUX_VERSION_MAJOR < 7 || (LINUX_VERSION_MAJOR == 7 && LINUX_VERSION_PATCHLEVEL <= 2))
 
 /*
  * Signal delivery: on 6.1 and 6.12 arm64's do_signal() is static inside

@@ -148,32 +148,62 @@ static bool rseq_slice_other_loop_gone(void)
 	return !IS_ENABLED(CONFIG_GENERIC_IRQ_ENTRY) || !rseq_slice_symbol("do_notify_resume");
 }
 
+/*
+ * The direct calls of the loop (at @loop) from the el0_*() handler
+ * @name, as resolved into the table. Module init.
+ */
+static unsigned int rseq_slice_el0_calls(const char *name, unsigned long loop)
+{
+	unsigned int i;
+
+	for (i = 0; loop && i < rseq_slice_nr_el0_ranges; i++) {
+		if (rseq_slice_el0_ranges[i].start == rseq_slice_symbol(name))
+			return rseq_slice_calls_to(rseq_slice_el0_ranges[i].start,
+						   rseq_slice_el0_ranges[i].end, loop);
+	}
+	return 0;
+}
+
 int rseq_slice_exit_layout_check(bool irq, bool shared_or_direct)
 {
-	unsigned long loop_lo, loop_hi, sched = rseq_slice_symbol("schedule");
-	bool svc = false, interrupt = false;
-	unsigned int i, calls = 0;
+	unsigned long loop_lo = 0, loop_hi, sched = rseq_slice_symbol("schedule");
+	unsigned int i, calls = 0, svc, interrupt;
 
-	for (i = 0; i < ARRAY_SIZE(rseq_slice_el0_funcs); i++) {
-		if (!rseq_slice_el0_add(&rseq_slice_el0_funcs[i]))
-			continue;
-		if (!strcmp(rseq_slice_el0_funcs[i].name, "el0_svc"))
-			svc = true;
-		if (!strcmp(rseq_slice_el0_funcs[i].name, "el0_interrupt"))
-			interrupt = true;
+	/*
+	 * As on x86: the module knows arm64's entry code up to 7.2's, not a
+	 * later kernel's, whose names may resolve and mean something else.
+	 */
+	if (!RSEQ_SLICE_ARM64_KNOWN) {
+		pr_err("this kernel's exit-to-user path is not one this module knows\n");
+		pr_err("(the module knows arm64's exit path up to Linux 7.2's, not this later kernel's)\n");
+		return -EOPNOTSUPP;
 	}
-	if (rseq_slice_range_of(RSEQ_SLICE_EXIT_LOOP, &loop_lo, &loop_hi) && sched)
+	for (i = 0; i < ARRAY_SIZE(rseq_slice_el0_funcs); i++)
+		rseq_slice_el0_add(&rseq_slice_el0_funcs[i]);
+	if (!rseq_slice_range_of(RSEQ_SLICE_EXIT_LOOP, &loop_lo, &loop_hi))
+		loop_lo = 0;
+	if (loop_lo && sched)
 		calls = rseq_slice_calls_to(loop_lo, loop_hi, sched);
 	/*
-	 * One call: then every schedule() called from the loop is its
-	 * reschedule, which a grant may skip. On 7.2 the other kernel's loop
-	 * must be gone too: do_notify_resume() still there would be a kernel
-	 * half way between the two layouts.
+	 * The path is the loop's return address, which names an el0_*()
+	 * handler only if the handler calls the loop itself: through a
+	 * function of its own in between the address would name that one,
+	 * every return would read "other" and no grant would ever be given,
+	 * silently. So el0_svc() and el0_interrupt() must each hold a direct
+	 * call of the loop.
+	 */
+	svc = rseq_slice_el0_calls("el0_svc", loop_lo);
+	interrupt = rseq_slice_el0_calls("el0_interrupt", loop_lo);
+	/*
+	 * One call of schedule(): then every schedule() called from the loop
+	 * is its reschedule, which a grant may skip. On 7.2 the other
+	 * kernel's loop must be gone too: do_notify_resume() still there
+	 * would be a kernel half way between the two layouts.
 	 */
 	if (!svc || !interrupt || calls != 1 || !rseq_slice_other_loop_gone()) {
 		pr_err("this kernel's exit-to-user path is not one this module knows\n");
-		pr_err("(el0_svc() %sfound, el0_interrupt() %sfound, %s() calls schedule() %u times; 1 expected%s)\n",
-		       svc ? "" : "not ", interrupt ? "" : "not ", RSEQ_SLICE_EXIT_LOOP, calls,
+		pr_err("(el0_svc() calls %s() %u times, el0_interrupt() %u times; 1 or more expected; %s() calls schedule() %u times; 1 expected%s)\n",
+		       RSEQ_SLICE_EXIT_LOOP, svc, interrupt, RSEQ_SLICE_EXIT_LOOP, calls,
 		       rseq_slice_other_loop_gone() ? "" : "; do_notify_resume() is there too");
 		return -EOPNOTSUPP;
 	}

@@ -557,6 +557,18 @@ bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 	return kill || bad;
 }
 
+/*
+ * The schedule() hook, preemption disabled: current asked for a grant at
+ * an exit whose path the module could not place (the shared caller's
+ * return address in no function it knows). No grant; counted, since a
+ * kernel whose layout passed the load-time checks and still lands here
+ * would otherwise give no grants, silently.
+ */
+void rseq_slice_grant_count_unresolved(void)
+{
+	this_cpu_inc(rseq_slice_stats.unresolved);
+}
+
 /* stats.c's view: the counters summed over CPUs, each read racily. */
 void rseq_slice_grant_stats(struct rseq_slice_stats *sum)
 {
@@ -574,5 +586,6 @@ void rseq_slice_grant_stats(struct rseq_slice_stats *sum)
 		sum->aborted += s.aborted;
 		sum->killed += s.killed;
 		sum->denied += s.denied;
+		sum->unresolved += s.unresolved;
 	}
 }

@@ -106,7 +106,10 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_reg
 		return false;
 	}
 	/* Grants are given on the return from interrupts only. */
-	if (rseq_slice_exit_resolve(kind, fregs) != RSEQ_SLICE_EXIT_IRQ)
+	kind = rseq_slice_exit_resolve(kind, fregs);
+	if (unlikely(kind == RSEQ_SLICE_EXIT_UNRESOLVED))
+		rseq_slice_grant_count_unresolved();
+	if (kind != RSEQ_SLICE_EXIT_IRQ)
 		return false;
 	return rseq_slice_grant_try(&st->w);
 }

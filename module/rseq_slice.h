@@ -70,6 +70,7 @@ enum rseq_slice_exit {
 	RSEQ_SLICE_EXIT_IRQ,		/* return from interrupt or exception */
 	RSEQ_SLICE_EXIT_SYSCALL,	/* return from a system call */
 	RSEQ_SLICE_EXIT_SHARED,		/* a function serving both: look further */
+	RSEQ_SLICE_EXIT_UNRESOLVED,	/* a shared one's path not found (no grant, sunres) */
 };
 
 int rseq_slice_symbols_init(void);
@@ -203,6 +204,7 @@ struct rseq_slice_stats {
 	unsigned long aborted;
 	unsigned long killed;
 	unsigned long denied;
+	unsigned long unresolved;	/* REQUEST set, the exit path not found */
 };
 
 DECLARE_PER_CPU(struct task_struct *, rseq_slice_holder);
@@ -230,6 +232,7 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w);
 int rseq_slice_grant_yielded(struct rseq_slice_word *w);
 void rseq_slice_word_clear_request(struct rseq_slice_word *w);
 void rseq_slice_resched_current(void);
+void rseq_slice_grant_count_unresolved(void);
 void rseq_slice_grant_stats(struct rseq_slice_stats *sum);
 
 /* task.c */

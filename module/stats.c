@@ -45,6 +45,7 @@ static int rseq_slice_stats_show(struct seq_file *m, void *p)
 	rseq_slice_show_upstream(m, &sum);
 	seq_printf(m, "skill:  %16lu\n", sum.killed);
 	seq_printf(m, "sdeny:  %16lu\n", sum.denied);
+	seq_printf(m, "sunres: %16lu\n", sum.unresolved);
 	seq_printf(m, "threads: %15d\n", rseq_slice_task_count());
 	seq_printf(m, "pinned: %16d\n", rseq_slice_task_pinned());
 	return 0;

@@ -67,10 +67,11 @@ const unsigned int rseq_slice_nr_exit_funcs = ARRAY_SIZE(rseq_slice_exit_funcs);
  * The loop's callers, by the path each returns from. Names a kernel
  * lacks (el0_sme_acc() before 6.x's SME, el0_mops(), el0_gcs() before
  * 6.13, the compat ones without CONFIG_COMPAT) are skipped; el0_svc() and
- * el0_interrupt() must be there. A caller not listed
- * (asm_exit_to_user_mode(), the debug exceptions: 6.x's el0_dbg(), 7.2's
- * el0_breakpt(), el0_softstp(), el0_watchpt(), el0_brk64(), el0_bkpt32())
- * is "other": no grant.
+ * el0_interrupt() must be there. asm_exit_to_user_mode() (after a fork)
+ * and the debug exceptions (6.x's el0_dbg(), 7.2's el0_breakpt(),
+ * el0_softstp(), el0_watchpt(), el0_brk64(), el0_bkpt32()) are "other":
+ * no grant. A return address in none of these is "unresolved": no grant
+ * either, and counted (sunres).
  */
 static const struct rseq_slice_exit_func rseq_slice_el0_funcs[] = {
 	{ "el0_svc",			RSEQ_SLICE_EXIT_SYSCALL },
@@ -93,6 +94,14 @@ static const struct rseq_slice_exit_func rseq_slice_el0_funcs[] = {
 	{ "el0_inv",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_fpac",			RSEQ_SLICE_EXIT_IRQ },
 	{ "el0_cp15",			RSEQ_SLICE_EXIT_IRQ },
+	/* Known, and no grant: not counted as unresolved (sunres). */
+	{ "asm_exit_to_user_mode",	RSEQ_SLICE_EXIT_OTHER },
+	{ "el0_dbg",			RSEQ_SLICE_EXIT_OTHER },
+	{ "el0_breakpt",		RSEQ_SLICE_EXIT_OTHER },
+	{ "el0_softstp",		RSEQ_SLICE_EXIT_OTHER },
+	{ "el0_watchpt",		RSEQ_SLICE_EXIT_OTHER },
+	{ "el0_brk64",			RSEQ_SLICE_EXIT_OTHER },
+	{ "el0_bkpt32",			RSEQ_SLICE_EXIT_OTHER },
 };
 
 /* Their ranges, resolved at load; written once, before any hook runs. */
@@ -247,13 +256,13 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 	unsigned int i;
 
 	if (fp - stack > THREAD_SIZE - 2 * sizeof(unsigned long) || (fp & 7))
-		return RSEQ_SLICE_EXIT_OTHER;
+		return RSEQ_SLICE_EXIT_UNRESOLVED;
 	ret = rseq_slice_strip_pac(READ_ONCE_NOCHECK(((unsigned long *)fp)[1]));
 	for (i = 0; i < rseq_slice_nr_el0_ranges; i++) {
 		if (ret >= rseq_slice_el0_ranges[i].start && ret < rseq_slice_el0_ranges[i].end)
 			return rseq_slice_el0_ranges[i].kind;
 	}
-	return RSEQ_SLICE_EXIT_OTHER;
+	return RSEQ_SLICE_EXIT_UNRESOLVED;
 }
 
 /*

@@ -202,7 +202,13 @@ static noinline enum rseq_slice_exit rseq_slice_exit_walk(const struct pt_regs *
 		}
 		unwind_next_frame(&state);
 	}
-	return RSEQ_SLICE_EXIT_OTHER;
+	/*
+	 * 6.1's shared function has no callers but the two return paths:
+	 * none found is a path the module could not place (counted). 7.2's
+	 * loop has others (int3, debug, #MC, the 32-bit entries, fork): known
+	 * not to grant.
+	 */
+	return RSEQ_SLICE_ENTRY_INLINED ? RSEQ_SLICE_EXIT_OTHER : RSEQ_SLICE_EXIT_UNRESOLVED;
 }
 
 /*

@@ -1115,6 +1115,14 @@ static const char * const traced_funcs[] = {
 	"syscall_trace_enter", "syscall_trace_enter.constprop.0", "trace_syscall_enter", NULL
 };
 
+/*
+ * A bound for a hung test, not a slow one: each test turns the function
+ * tracer on and off (ftrace rewrites its call sites, which a debug kernel
+ * under emulation does slowly) and may fork up to FOREIGN_KILL_TRIES
+ * children; on a loaded host the harness's 30 s were seen to run out.
+ */
+#define TRACED_TIMEOUT	300
+
 #define SLEEP_IN_ATOMIC	"sleeping function called from invalid context"
 #define SCHED_IN_ATOMIC	"scheduling while atomic"
 
@@ -1195,7 +1203,7 @@ FIXTURE_TEARDOWN(traced)
 	close(self->kmsg);
 }
 
-TEST_F(traced, foreign_syscall_kill)
+TEST_F_TIMEOUT(traced, foreign_syscall_kill, TRACED_TIMEOUT)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1216,7 +1224,7 @@ TEST_F(traced, foreign_syscall_kill)
 	EXPECT_LE(1, stat_delta("skill", k));
 }
 
-TEST_F(traced, debug_kill)
+TEST_F_TIMEOUT(traced, debug_kill, TRACED_TIMEOUT)
 {
 	struct foreign *f = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1290,7 +1298,7 @@ static int kill_one_call(bool exec, unsigned int *tries)
  * A foreign execve(): the registration ends with the old program, the
  * SIGSEGV comes with the new one, before its first instruction.
  */
-TEST_F(traced, kill_across_exec)
+TEST_F_TIMEOUT(traced, kill_across_exec, TRACED_TIMEOUT)
 {
 	unsigned int tries;
 	int status;
@@ -1310,7 +1318,7 @@ TEST_F(traced, kill_across_exec)
  * runs in do_exit() and sends nothing to an exiting thread, but gives its
  * module reference back (the teardown's count).
  */
-TEST_F(traced, kill_at_exit)
+TEST_F_TIMEOUT(traced, kill_at_exit, TRACED_TIMEOUT)
 {
 	unsigned int tries;
 	int status;

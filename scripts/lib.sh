@@ -75,15 +75,31 @@ rs_need_pkgs() {
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -eq 0 ] || rs_die "missing packages (install as root): ${missing[*]}"
-	rs_log "installing: ${missing[*]}"
-	# Lanes run side by side and may install at the same moment: wait
-	# for dpkg's lock (bounded) instead of failing on it.
-	local lock=(-o DPkg::Lock::Timeout=900)
-	if ! DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null 2>&1; then
-		apt-get "${lock[@]}" update -qq >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null ||
-			rs_die "apt-get install ${missing[*]} failed"
+	# Lanes are prepared and run side by side and may install at the same
+	# moment. One apt at a time from these scripts: a second apt-get
+	# update does not wait for the lists' lock, it fails on it (seen on a
+	# machine without lists: every install after it found no package).
+	# dpkg's lock is waited for too (bounded), for apt runs of others.
+	local fd lock=(-o DPkg::Lock::Timeout=900)
+	mkdir -p "$RS_CACHE"
+	exec {fd}>"$RS_CACHE/.host-apt.lock"
+	flock "$fd"
+	# Whoever held the lock may have installed some of them.
+	missing=()
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		rs_log "installing: ${missing[*]}"
+		if ! DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null 2>&1; then
+			apt-get "${lock[@]}" update -qq >/dev/null ||
+				rs_die "apt-get update failed (the host's package lists)"
+			DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install -y -qq "${missing[@]}" >/dev/null ||
+				rs_die "apt-get install ${missing[*]} failed"
+		fi
 	fi
+	exec {fd}>&-
 }
 
 # rs_fix_hint LOG: the command that fixes what LOG says is missing, when

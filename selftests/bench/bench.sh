@@ -14,6 +14,11 @@
 #                      -m: with the module, also the merged (7.2) ABI's
 #                      arms (prctl, slice_ctrl, rseq_slice_yield()), the
 #                      ABI upstream's arms use (scripts/bench --twins)
+#                      -r N: N rounds of every lock arm, interleaved, each
+#                      started at another point of the tick (scripts/bench
+#                      on guest time: see docs/benchmarks.md, "Which clock")
+#                      -d SECS: each lock arm's length per round (default
+#                      3, 2 with -q)
 #   bench.sh -i        instruction counts instead (under scripts/vm
 #                      --count-insns): costbench's -I arms only, see insns()
 #   bench.sh -f [-g NS] the mechanism only (scripts/bench --flavours): the
@@ -28,14 +33,18 @@ insns=0
 flavours=0
 grant=30000
 merged=0
-while getopts qig:mf o; do
+rounds=1
+dsecs=
+while getopts qig:mfr:d: o; do
 	case $o in
+	r) rounds=$OPTARG ;;
+	d) dsecs=$OPTARG ;;
 	f) flavours=1 ;;
 	q) quick=1 ;;
 	i) insns=1 ;;
 	g) grant=$OPTARG ;;
 	m) merged=1 ;;
-	*) echo "usage: bench.sh [-q] [-g NS] [-m] | -i | -f [-g NS]" >&2; exit 2 ;;
+	*) echo "usage: bench.sh [-q] [-g NS] [-m] [-r N] [-d SECS] | -i | -f [-g NS]" >&2; exit 2 ;;
 	esac
 done
 secs=3
@@ -48,6 +57,7 @@ if [ $quick = 1 ]; then
 	locks=tas
 	reps=2
 fi
+[ -n "$dsecs" ] && secs=$dsecs
 threads=4
 noise=1
 # Upstream's slice_test registers rseq itself: glibc's registration off.
@@ -59,6 +69,9 @@ upstream=0
 echo "# kernel $(uname -r), preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null)"
 
 T=/sys/kernel/debug/tracing
+# Same addresses in every boot: with scripts/bench's guest clock (and
+# nokaslr, a fixed seed) the work an arm does is the same from boot to boot.
+echo 0 >/proc/sys/kernel/randomize_va_space
 loaded() { grep -q '^rseq_slice ' /proc/modules; }
 
 # How long grants were held, from the module's end events (yield, revoke,
@@ -93,10 +106,22 @@ load() { loaded || insmod /lib/rseq_slice.ko grant_ns=$grant; }
 # The module the guest loaded at boot has the default length.
 loaded && echo $grant >/sys/module/rseq_slice/parameters/grant_ns
 
+# Rounds: on guest time, runs started the same way in one boot repeat to
+# 0.1%, but runs started at other points of the 4 ms tick spread by about
+# 3% (so do boots): each round starts its arms at another offset into the
+# tick, and the report takes the rounds' mean.
 lock_arms() {
+	r=1
+	while [ $r -le $rounds ]; do
+		lock_round "$@"
+		r=$((r + 1))
+	done
+}
+lock_round() {
 	for cs in $css; do
 		for l in $locks; do
 			for arm in "$@"; do
+				[ $rounds -gt 1 ] && sleep "$(printf '0.%06d' $(((r * 1370) % 4000)))"
 				case $arm in
 				unloaded) unload; m=none ;;
 				no-request) m=none ;;
@@ -105,8 +130,12 @@ lock_arms() {
 				upstream) m=upstream ;;
 				esac
 				case $arm in extension | merged) trace_on ;; esac
-				./lockbench -a "$arm" -m $m -l "$l" -t $threads -n $noise \
-					-c "$cs" -d $secs || echo "# lockbench $arm failed"
+				if ./lockbench -a "$arm" -m $m -l "$l" -t $threads -n $noise \
+					-c "$cs" -d $secs >/tmp/lockbench.out; then
+					sed "s/^{/{\"round\":$r,/" /tmp/lockbench.out
+				else
+					echo "# lockbench $arm failed"
+				fi
 				case $arm in extension | merged) trace_off_report "$l-$cs-$arm" ;; esac
 			done
 		done

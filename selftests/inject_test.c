@@ -177,9 +177,10 @@ TEST_F_TIMEOUT(inject, unhook_refused_at_unload_waits, 300)
 #define END_IPI_GRANTS	50
 /*
  * On PREEMPT_RT grants come once a tick at most, and with the noise at
- * nice 0 about one in 6 s on 6.1-rt: 39 in the bound there.
+ * nice 0 about one in 6 s on 6.1-rt (39 in the bound there), one in 48 s
+ * on 6.1-arm64-rt (5 in the bound).
  */
-#define END_IPI_GRANTS_RT	20
+#define END_IPI_GRANTS_RT	5
 
 TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
 {

@@ -117,6 +117,7 @@ static inline void rseq_slice_hrtimer_setup(struct hrtimer *timer,
 #define RSEQ_SLICE_TIF_RESCHED		_TIF_NEED_RESCHED_LAZY
 #define rseq_slice_resched_pending()	(read_thread_flags() & RSEQ_SLICE_TIF_RESCHED)
 #elif defined(CONFIG_PREEMPT_RT)
+/* 6.12-rt on arm64: nothing to defer. The module says so (RSEQ_SLICE_NO_GRANTS). */
 #define RSEQ_SLICE_TIF_RESCHED		0
 #define rseq_slice_resched_pending()	false
 #elif defined(_TIF_NEED_RESCHED_LAZY)
@@ -126,6 +127,8 @@ static inline void rseq_slice_hrtimer_setup(struct hrtimer *timer,
 #define RSEQ_SLICE_TIF_RESCHED		_TIF_NEED_RESCHED
 #define rseq_slice_resched_pending()	need_resched()
 #endif
+/* True where no reschedule request may be deferred: nothing is granted. */
+#define RSEQ_SLICE_NO_GRANTS		(RSEQ_SLICE_TIF_RESCHED == 0)
 
 /*
  * Take back the request a grant defers, current's. The RT patch set's

@@ -15,6 +15,7 @@
 #include <linux/uaccess.h>
 
 #include <linux/rseq_slice.h>
+#include "compat.h"
 #include "rseq_slice.h"
 
 static int rseq_slice_enable(const void __user *arg)
@@ -75,6 +76,8 @@ static int rseq_slice_info(void __user *arg)
 		info.flags |= RSEQ_SLICE_INFO_DEBUG;
 	if (READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_ABORT)
 		info.flags |= RSEQ_SLICE_INFO_ABORT;
+	if (RSEQ_SLICE_NO_GRANTS)
+		info.flags |= RSEQ_SLICE_INFO_NO_GRANTS;
 	return copy_to_user(arg, &info, sizeof(info)) ? -EFAULT : 0;
 }
 
@@ -176,6 +179,13 @@ static int __init rseq_slice_init(void)
 		pr_err("this kernel has CONFIG_RSEQ_SLICE_EXTENSION: use its prctl(PR_RSEQ_SLICE_EXTENSION) instead\n");
 		return -EBUSY;
 	}
+	/*
+	 * Loaded all the same: the registrations, both ABIs and the
+	 * statistics work, each REQUEST is denied and counted, and programs
+	 * written for the feature run unchanged, as without it.
+	 */
+	if (RSEQ_SLICE_NO_GRANTS)
+		pr_notice("PREEMPT_RT without a lazy reschedule request: nothing can be deferred, every REQUEST is denied\n");
 	rseq_slice_grant_init();
 	/* Until the prctl hook is live nobody can register: its own unwind. */
 	ret = rseq_slice_hooks_init(&rseq_slice_fops);

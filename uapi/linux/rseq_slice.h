@@ -53,6 +53,12 @@ struct rseq_slice_register {
 #define RSEQ_SLICE_INFO_ENABLED		(1U << 0)	/* module parameter enabled=1 */
 #define RSEQ_SLICE_INFO_DEBUG		(1U << 1)	/* module parameter debug=1 */
 #define RSEQ_SLICE_INFO_ABORT		(1U << 2)	/* foreign_syscall=abort (else kill) */
+/*
+ * This kernel has no reschedule request a grant may defer, so every
+ * REQUEST is denied: PREEMPT_RT without a lazy reschedule bit (Debian's
+ * 6.12 rt-arm64), where every request may come from a real-time task.
+ */
+#define RSEQ_SLICE_INFO_NO_GRANTS	(1U << 3)
 
 /**
  * struct rseq_slice_info - argument of RSEQ_SLICE_IOC_INFO

@@ -203,7 +203,7 @@ TEST_F(abi, info)
 		EXPECT_LE(info.grant_ns_min, info.grant_ns);
 		EXPECT_GE(info.grant_ns_max, info.grant_ns);
 		EXPECT_EQ(0, info.flags & ~(RSEQ_SLICE_INFO_ENABLED | RSEQ_SLICE_INFO_DEBUG |
-					    RSEQ_SLICE_INFO_ABORT));
+					    RSEQ_SLICE_INFO_ABORT | RSEQ_SLICE_INFO_NO_GRANTS));
 		for (i = 0; i < sizeof(info.reserved) / sizeof(info.reserved[0]); i++) {
 			if (info.reserved[i])
 				TH_LOG("offset %u: reserved[%u] = %#x", off, i, info.reserved[i]);
@@ -235,6 +235,9 @@ static void info_expect(struct __test_metadata *_metadata, int fd)
 		flags |= RSEQ_SLICE_INFO_DEBUG;
 	if (!strcmp(fs, "abort"))
 		flags |= RSEQ_SLICE_INFO_ABORT;
+	/* Not a parameter: the kernel's kind (rt_test checks it grants nothing). */
+	if (slice_kernel_no_lazy())
+		flags |= RSEQ_SLICE_INFO_NO_GRANTS;
 	EXPECT_EQ(strtoul(gns, NULL, 10), info.grant_ns);
 	EXPECT_EQ(flags, info.flags);
 }

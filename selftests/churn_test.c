@@ -521,6 +521,7 @@ static void granted_storm_check(struct __test_metadata *_metadata, int do_exec, 
 
 TEST_F_TIMEOUT(churn, exit_while_granted, 600)
 {
+	SLICE_NEEDS_GRANTS();
 	NOISE_ON();
 	granted_storm_check(_metadata, 0, 50, self->kill0);
 	STATS_BACK();
@@ -528,6 +529,7 @@ TEST_F_TIMEOUT(churn, exit_while_granted, 600)
 
 TEST_F_TIMEOUT(churn, execve_while_granted, 600)
 {
+	SLICE_NEEDS_GRANTS();
 	NOISE_ON();
 	granted_storm_check(_metadata, 1, 20, self->kill0);
 	STATS_BACK();
@@ -541,6 +543,7 @@ TEST_F_TIMEOUT(churn, sigkill_while_granted, 600)
 	int i, status, granted = 0, bad = 0;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_NE(NULL, slots);
 	NOISE_ON();
 	for (i = 0; i < KILLS; i++) {
@@ -634,6 +637,7 @@ TEST_F_TIMEOUT(churn, munmap_while_enabled, 300)
 	uint32_t *p, *q, after = 0;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	NOISE_ON();
@@ -703,6 +707,7 @@ TEST_F_TIMEOUT(churn, mprotect_readonly_while_enabled, 300)
 	struct rseq_slice_info info;
 	uint32_t *p, after = ~0U;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	NOISE_ON();
@@ -879,6 +884,7 @@ TEST_F_TIMEOUT(churn, two_threads_same_word, 900)
 	char fs[16];
 	pid_t pid;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_LE(0, sw.fd);
 	sw.word = map_page();
 	ASSERT_NE(NULL, sw.word);

@@ -352,6 +352,7 @@ TEST_F_TIMEOUT(c32, yield_loop, LOOP_SECS + 60)
 	struct counts *c = self->c;
 	int status;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_TRUE(hres_active());
 	status = run_child(yield_loop_fn, c, 0);
 	print_counts(c);
@@ -381,6 +382,7 @@ TEST_F_TIMEOUT(c32, foreign_kill, LOOP_SECS + 60)
 	struct counts *c = self->c;
 	int status;
 
+	SLICE_NEEDS_GRANTS();
 	if (foreign_mode(self, "kill"))
 		SKIP(return, "needs root to set foreign_syscall=kill (it is %s)",
 		     slice_params_val(&self->params, "foreign_syscall"));
@@ -406,6 +408,7 @@ TEST_F_TIMEOUT(c32, foreign_abort, 2 * LOOP_SECS + 60)
 	int status, i;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	if (foreign_mode(self, "abort"))
 		SKIP(return, "needs root to set foreign_syscall=abort (it is %s)",
 		     slice_params_val(&self->params, "foreign_syscall"));

@@ -695,6 +695,7 @@ TEST_F_TIMEOUT(hard, seccomp_strict_sees_the_call, 600)
 	int p[2], status = 0, n = 0, i;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	if (!kill_mode_or_skip())
 		SKIP(return, "foreign_syscall is not kill");
 	ASSERT_NE(NULL, s);
@@ -732,6 +733,7 @@ TEST_F_TIMEOUT(hard, seccomp_filter_sees_the_call, 600)
 	int status, i;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "needs root to set foreign_syscall=abort");
 	ASSERT_NE(NULL, s);
@@ -833,6 +835,7 @@ TEST_F_TIMEOUT(hard, ptrace_sees_the_call, 600)
 	int status = 0, minus_one = 0, getppids = 0, i;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	if (!kill_mode_or_skip())
 		SKIP(return, "foreign_syscall is not kill");
 	ASSERT_NE(NULL, s);
@@ -926,6 +929,7 @@ TEST_F_TIMEOUT(remap, munmap_and_new_mapping, 420)
 {
 	void *again;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, munmap(self->w, PG));
 	again = mmap(self->w, PG, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -935,6 +939,7 @@ TEST_F_TIMEOUT(remap, munmap_and_new_mapping, 420)
 
 TEST_F_TIMEOUT(remap, madv_dontneed, 420)
 {
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, madvise(self->w, PG, MADV_DONTNEED));
 	replaced_then_reenabled(_metadata, self);
 }
@@ -952,6 +957,7 @@ TEST_F_TIMEOUT(hard, yield_through_a_dup, 420)
 	int fd, dupfd, live = 0;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(0, slice_enable_self());
 	fd = slice_self.fd;
@@ -985,6 +991,7 @@ TEST_F_TIMEOUT(hard, yield_number_on_another_file_is_foreign, 600)
 	int status, i;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "needs root to set foreign_syscall=abort");
 	ASSERT_NE(NULL, s);

@@ -189,6 +189,7 @@ TEST_F_TIMEOUT(inject, end_ipi_reschedules, 300)
 	uint64_t end = now_ns() + EVENT_NS;
 	struct noise n;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, pin_self(cpu));
 	ASSERT_EQ(0, slice_enable_self());
 	ASSERT_EQ(0, slice_write_file(INJECT, "end_ipi 1000000"));

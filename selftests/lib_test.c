@@ -402,6 +402,7 @@ TEST_F_TIMEOUT(lib, sections, 300)
 	struct noise noise;
 	int r;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, pin_self(slice_test_cpu()));
 	ASSERT_EQ(self->want, rseq_slice_init(RSEQ_SLICE_BACKEND_AUTO));
 	ASSERT_EQ(0, noise_start(&noise, slice_test_cpu(), 2000, 50000));

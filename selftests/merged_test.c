@@ -340,6 +340,7 @@ TEST_F_TIMEOUT(merged, yield_in_live_grant, 600)
 	uint32_t w;
 	long ret;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, merged_register());
 	ASSERT_EQ(0, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
 	start_noise(_metadata, self);
@@ -381,6 +382,7 @@ TEST_F_TIMEOUT(merged, yield_after_revoke_is_raced, 600)
 {
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, merged_register());
 	ASSERT_EQ(0, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
 	start_noise(_metadata, self);
@@ -407,6 +409,7 @@ TEST_F_TIMEOUT(merged, no_yield_ends_grant, 600)
 	long pid = syscall(SYS_getpid);
 	int i;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, merged_register());
 	ASSERT_EQ(0, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
 	start_noise(_metadata, self);
@@ -430,6 +433,7 @@ TEST_F_TIMEOUT(merged, no_yield_counts_sabort, 600)
 	long long a0, y0, a1 = 0, y1 = 0;
 	int tries = 0;
 
+	SLICE_NEEDS_GRANTS();
 	if (access(MERGED_STATS, R_OK)) {
 		if (!is_root())
 			SKIP(return, "rseq/stats is readable by root only");
@@ -466,6 +470,7 @@ TEST_F_TIMEOUT(merged, unregister_ends_extension, 600)
 	unsigned long r0;
 	uint64_t end;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, merged_register());
 	ASSERT_EQ(0, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
 	start_noise(_metadata, self);

@@ -135,6 +135,7 @@ TEST_F(sem, grant_then_yield)
 {
 	long long g = slice_stat("sgrant"), y = slice_stat("syield");
 
+	SLICE_NEEDS_GRANTS();
 	/* wait_grant() saw the kernel clear REQUEST and set GRANTED. */
 	ASSERT_EQ(1, grant_and_yield(_metadata));
 	if (g >= 0) {
@@ -190,6 +191,7 @@ TEST_F_TIMEOUT(sem, yield_switches_out, 600)
 	unsigned int live = 0, switched = 0, to_noise = 0, tries = 0, want;
 	uint64_t end = now_ns() + 300 * 1000000000ULL;
 
+	SLICE_NEEDS_GRANTS();
 	if (self->noise.kind == NOISE_TICK) {
 		noise_stop(&self->noise);
 		ASSERT_EQ(0, noise_start_fair(&self->noise, slice_test_cpu(), 2000,
@@ -248,6 +250,7 @@ TEST_F_TIMEOUT(sem, yield_cancels_timer, 600)
 	uint64_t end = now_ns() + 400 * 1000 * 1000 * 1000ULL;
 	long fired;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
 	ASSERT_EQ(0, slice_param_set_longest_grant());
@@ -316,6 +319,7 @@ TEST_F_TIMEOUT(sem, expiry_ends_grant, 600)
 	FILE *f;
 	int cpu;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
 	ASSERT_EQ(0, slice_param_set("grant_ns", "30000"));
@@ -380,6 +384,7 @@ TEST_F_TIMEOUT(sem, trace_events_match_stats, 600)
 	long long before[5];
 	unsigned int i, yielded = 0, expired = 0;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
 	ASSERT_EQ(0, slice_param_set("grant_ns", "20000"));
@@ -542,6 +547,7 @@ TEST_F_TIMEOUT(sem, signal_ends_grant, 600)
 	long denies;
 	bool checks_held;
 
+	SLICE_NEEDS_GRANTS();
 	if (is_root()) {
 		/* Long grants: more of the signals land inside one. */
 		ASSERT_EQ(0, slice_param_set_longest_grant());
@@ -637,6 +643,7 @@ TEST_F(sem, rerequest_inside_grant_is_revoked)
 	uint64_t end;
 	int i;
 
+	SLICE_NEEDS_GRANTS();
 	/*
 	 * Add REQUEST only while the grant is still live: the kernel writes
 	 * the word only on this CPU, on the way back to this thread, so a
@@ -685,6 +692,7 @@ TEST_F_TIMEOUT(sem, revoked_before_user_code, 120)
 	char buf[32];
 	uint64_t grant_ns;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_NE(NULL, held);
 	ASSERT_EQ(0, slice_param_get("grant_ns", buf, sizeof(buf)));
 	grant_ns = strtoull(buf, NULL, 10);
@@ -753,6 +761,7 @@ TEST_F(sem, disabled_gives_no_grants)
 	bool granted = false;
 	uint32_t w = 0;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "needs root to write the enabled parameter");
 	ASSERT_EQ(0, slice_param_set("enabled", "0"));
@@ -963,6 +972,7 @@ TEST_F(params, foreign_syscall_kill)
 	char buf[16];
 	int p[2], status;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, slice_param_get("foreign_syscall", buf, sizeof(buf)));
 	if (strcmp(buf, "kill")) {
@@ -999,6 +1009,7 @@ TEST_F(params, foreign_syscall_abort)
 	long long a = slice_stat("sabort");
 	int p[2], status;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "needs root to set foreign_syscall=abort");
 	ASSERT_NE(MAP_FAILED, f);
@@ -1039,6 +1050,7 @@ TEST_F(params, debug_checks_syscall_entry)
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int p[2], status;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "needs root to set debug and foreign_syscall");
 	ASSERT_NE(MAP_FAILED, f);
@@ -1218,6 +1230,7 @@ TEST_F_TIMEOUT(traced, foreign_syscall_kill, TRACED_TIMEOUT)
 	long long k = slice_stat("skill");
 	int p[2], status;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
 	ASSERT_EQ(0, pipe(p));
@@ -1238,6 +1251,7 @@ TEST_F_TIMEOUT(traced, debug_kill, TRACED_TIMEOUT)
 				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int p[2], status;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_NE(MAP_FAILED, f);
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "abort"));
 	ASSERT_EQ(0, slice_param_set("debug", "1"));
@@ -1311,6 +1325,7 @@ TEST_F_TIMEOUT(traced, kill_across_exec, TRACED_TIMEOUT)
 	unsigned int tries;
 	int status;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
 	status = kill_one_call(true, &tries);
 	ksft_print_msg("killed at child %u\n", tries);
@@ -1331,6 +1346,7 @@ TEST_F_TIMEOUT(traced, kill_at_exit, TRACED_TIMEOUT)
 	unsigned int tries;
 	int status;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_EQ(0, slice_param_set("foreign_syscall", "kill"));
 	status = kill_one_call(false, &tries);
 	ksft_print_msg("exited granted at child %u\n", tries);
@@ -1717,6 +1733,7 @@ TEST_F_TIMEOUT(rule1, grant_on_exception_return, 300)
 	struct noise n;
 	char *mem;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "tracefs is root's");
 	if (preempt_full())

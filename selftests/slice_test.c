@@ -66,6 +66,7 @@ TEST_F_TIMEOUT(slice_ext, slice_test, SLICE_MAX_SECS + 60)
 	uint64_t limit = start + SLICE_MAX_SECS * 1000000000ULL;
 	unsigned long n = 0;
 
+	SLICE_NEEDS_GRANTS();
 	ASSERT_TRUE(hres_active());
 	for (;;) {
 		rseq_slice_begin(&slice_self);

@@ -314,6 +314,62 @@ static inline bool slice_kernel_rt(void)
 }
 
 /*
+ * The kernels where the module cannot grant (RSEQ_SLICE_INFO_NO_GRANTS):
+ * PREEMPT_RT without a lazy reschedule bit, where the module defers
+ * nothing (module/compat.h). Of the kernels this project runs, Debian's
+ * 6.12 rt-arm64 only: arm64 has no TIF_NEED_RESCHED_LAZY there, 6.1-rt
+ * has the RT patch set's own on both architectures, 6.12-rt on amd64
+ * mainline's.
+ */
+static inline bool slice_kernel_no_lazy(void)
+{
+	struct utsname u;
+
+	return !uname(&u) && strstr(u.version, "PREEMPT_RT") &&
+	       !strcmp(u.machine, "aarch64") && !strncmp(u.release, "6.12.", 5);
+}
+
+/* RSEQ_SLICE_IOC_INFO's flags, or -1 if the device does not answer. */
+static inline long long slice_info_flags(void)
+{
+	struct rseq_slice_info info;
+	int fd = slice_open();
+	long long ret = -1;
+
+	if (fd >= 0 && !ioctl(fd, RSEQ_SLICE_IOC_INFO, &info))
+		ret = info.flags;
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * The module cannot grant here (RSEQ_SLICE_INFO_NO_GRANTS): asked once.
+ * A test that needs a grant starts with SLICE_NEEDS_GRANTS() and skips
+ * there, by this reason, which run_suite accepts only where info_probe
+ * says the same. Whether the flag tells the truth is abi_test's (the
+ * kernel's kind) and rt_test's (a fair competitor gets no grant there,
+ * and some everywhere else).
+ */
+static inline bool slice_no_grants(void)
+{
+	static int no_grants = -1;
+
+	if (no_grants < 0) {
+		long long flags = slice_info_flags();
+
+		no_grants = flags >= 0 && (flags & RSEQ_SLICE_INFO_NO_GRANTS);
+	}
+	return no_grants;
+}
+
+#define SLICE_NO_GRANTS_REASON	"this kernel cannot grant (RSEQ_SLICE_INFO_NO_GRANTS)"
+#define SLICE_NEEDS_GRANTS() do {					\
+	if (slice_no_grants())						\
+		SKIP(return, SLICE_NO_GRANTS_REASON);			\
+} while (0)
+
+/*
  * How the noise asks for the test CPU (docs/design.md, "On PREEMPT_RT"):
  * - timer: it sleeps, and its timer's wakeup is the reschedule request.
  *   On PREEMPT_RT a fair task's timer expires in the ktimers thread

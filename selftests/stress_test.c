@@ -138,6 +138,7 @@ TEST_F_TIMEOUT(overrun, held_past_reschedule, 1200)
 	size_t n, i;
 	char buf[64];
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
 	ASSERT_EQ(0, slice_param_get("grant_ns", buf, sizeof(buf)));
@@ -184,6 +185,7 @@ TEST_F_TIMEOUT(overrun, median_follows_grant_ns, 1200)
 	uint64_t median[2];
 	unsigned int i;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "tracefs and the statistics are root's");
 	for (i = 0; i < 2; i++) {
@@ -425,6 +427,7 @@ TEST_F_TIMEOUT(reload, unload_load_under_load, 1200)
 	int status, i;
 	pid_t pid;
 
+	SLICE_NEEDS_GRANTS();
 	if (!is_root())
 		SKIP(return, "loading needs root");
 	ASSERT_TRUE(slice_module_loaded());

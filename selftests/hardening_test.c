@@ -891,7 +891,9 @@ FIXTURE_SETUP(remap)
 	ASSERT_NE(MAP_FAILED, self->w);
 	ASSERT_EQ(0, noise_start(&self->noise, slice_test_cpu(), 2000, 50000));
 	ASSERT_EQ(0, slice_enable_word(self->fd, self->w));
-	ASSERT_TRUE(granted_on(self->w, self->fd));
+	/* Where nothing can be granted the tests skip (SLICE_NEEDS_GRANTS()). */
+	if (!slice_no_grants())
+		ASSERT_TRUE(granted_on(self->w, self->fd));
 }
 
 FIXTURE_TEARDOWN(remap)
@@ -1095,7 +1097,9 @@ TEST_F_TIMEOUT(hard, ipmodify_conflict_keeps_registrations, 300)
 	EXPECT_EQ(1, slice_ioctl(fd, RSEQ_SLICE_IOC_GET));
 	ASSERT_EQ(0, noise_start(&n, slice_test_cpu(), 2000, 50000));
 	slice_self.fd = fd;
-	EXPECT_TRUE(granted_on(&slice_self.ctrl, fd));
+	/* Armed again: grants come back, wherever the kernel can give one. */
+	if (!slice_no_grants())
+		EXPECT_TRUE(granted_on(&slice_self.ctrl, fd));
 	noise_stop(&n);
 	slice_ioctl(fd, RSEQ_SLICE_IOC_DISABLE);
 	slice_self.fd = -1;

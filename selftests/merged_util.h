@@ -30,6 +30,7 @@
 #include <sys/prctl.h>
 #include <sys/rseq.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #ifndef PR_RSEQ_SLICE_EXTENSION
@@ -222,5 +223,22 @@ static inline bool merged_offered(void)
 {
 	return merged_get() != -EINVAL;
 }
+
+/*
+ * The merged ABI is off (merged_abi=0, or its hook point not found): the
+ * prctl and system call 471 get the kernel's own answers, 6.x's EINVAL
+ * and ENOSYS, 7.x's (without the option) ENOTSUPP and ENOSYS. For a
+ * kselftest_harness test (it needs _metadata).
+ */
+#define MERGED_EXPECT_ABSENT() do {					\
+	struct utsname __u;						\
+	long __want;							\
+									\
+	ASSERT_EQ(0, uname(&__u));					\
+	__want = atoi(__u.release) >= 7 ? -MERGED_ENOTSUPP : -EINVAL;	\
+	EXPECT_EQ(__want, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));	\
+	EXPECT_EQ(__want, merged_get());				\
+	EXPECT_EQ(-ENOSYS, merged_yield());				\
+} while (0)
 
 #endif /* MERGED_UTIL_H */

@@ -4,8 +4,10 @@
 # /work, with librseq_slice_preload.so there): real programs nobody here
 # wrote, under the lock interposer. The programs come from Debian
 # (RS_PROGRAMS_PKGS in scripts/lib.sh): sysbench's mutex and threads
-# tests, RocksDB's cache_bench (one LRU shard), memcached under memaslap
-# (memcaslap) on loopback. Every program runs 8 threads on the 2 vCPUs.
+# tests, RocksDB's cache_bench (one LRU shard) and db_bench (fillrandom:
+# every write through the DB's mutex and its write group), memcached under
+# memaslap (memcaslap) on loopback. Every program runs 8 threads, more
+# than the guest has vCPUs.
 #   programs.sh [-r REPS] [-s SECS] [PROG...]
 #       the A/B of scripts/bench --programs: per program, REPS rounds
 #       (default 3) of three arms in one boot, the arms' order rotating
@@ -32,7 +34,7 @@ RS_PARAMS=
 [ -f /rs/run.conf ] && . /rs/run.conf
 T=/sys/kernel/debug/tracing
 STATS=/sys/kernel/debug/rseq_slice/stats
-ALL="sysbench-mutex sysbench-threads cache-bench memcached"
+ALL="sysbench-mutex sysbench-threads cache-bench db-bench memcached"
 
 test=0
 reps=3
@@ -53,9 +55,11 @@ if [ $test = 1 ]; then
 	secs=1
 	mutex_locks=20000
 	cache_ops=5000
+	db_keys=2000
 else
 	mutex_locks=400000
 	cache_ops=60000
+	db_keys=1000000
 fi
 
 loaded() { grep -q '^rseq_slice ' /proc/modules; }
@@ -127,6 +131,18 @@ prog() {
 		# shellcheck disable=SC2086
 		env $ENV cache_bench -threads=$threads -num_shard_bits=0 -cache_size=8388608 \
 			-value_bytes=1024 -ops_per_thread=$cache_ops ;;
+	db-bench)
+		# A new database each run, in the guest's memory: 8 writers of
+		# 100-byte values for SECS, no compression; its own latency
+		# histogram (--histogram).
+		rm -rf /tmp/rs-db
+		# shellcheck disable=SC2086
+		env $ENV db_bench --benchmarks=fillrandom --threads=$threads --duration="$secs" \
+			--num=$db_keys --value_size=100 --compression_type=none --histogram=1 \
+			--db=/tmp/rs-db
+		dbrc=$?
+		rm -rf /tmp/rs-db
+		return $dbrc ;;
 	memcached) memcached_run ;;
 	*) echo "# no program $1"; return 2 ;;
 	esac
@@ -165,7 +181,7 @@ modstats() { [ -r $STATS ] && echo "### modstats $1 $(tr '\n' ' ' <$STATS)"; }
 
 if [ $test = 0 ]; then
 	echo "# kernel $(uname -r), preemption: $(cat /sys/kernel/debug/sched/preempt 2>/dev/null)"
-	echo "# params threads=$threads mutex_locks=$mutex_locks cache_ops=$cache_ops secs=$secs reps=$reps"
+	echo "# params threads=$threads mutex_locks=$mutex_locks cache_ops=$cache_ops db_keys=$db_keys secs=$secs reps=$reps"
 	for p in $progs; do
 		r=1
 		while [ $r -le "$reps" ]; do
@@ -214,6 +230,7 @@ for p in $progs; do
 		case $p in
 		sysbench-*) res='total number of events:' ;;
 		cache-bench) res='Rough parallel ops/sec' ;;
+		db-bench) res='^fillrandom .* ops/sec' ;;
 		memcached) res='^Run time: .* TPS: ' ;;
 		esac
 		sum=$(grep '^rseq_slice_preload: ' /tmp/prog.out | grep -v 'sections=0 ' | head -n1)

@@ -134,12 +134,12 @@ prog() {
 	db-bench)
 		# A new database each run, in the guest's memory: 8 writers of
 		# 100-byte values for SECS, no compression; its own latency
-		# histogram (--histogram).
+		# histogram (--histogram), not its running count of operations.
 		rm -rf /tmp/rs-db
 		# shellcheck disable=SC2086
 		env $ENV db_bench --benchmarks=fillrandom --threads=$threads --duration="$secs" \
 			--num=$db_keys --value_size=100 --compression_type=none --histogram=1 \
-			--db=/tmp/rs-db
+			--progress_reports=false --db=/tmp/rs-db
 		dbrc=$?
 		rm -rf /tmp/rs-db
 		return $dbrc ;;

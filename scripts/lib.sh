@@ -1256,3 +1256,106 @@ rs_rootfs() {
 	exec {lock}>&-
 }
 # ---- end of Debian root file systems ----
+
+# ---- PostgreSQL, patched for time slice extension (issue 37) ----
+#
+# rs_postgresql patched|stock: PostgreSQL 15 (Debian 12's), built from
+# Debian's source (the upstream release, apt-get source --download-only
+# with a private apt configuration of bookworm's deb-src lines; Debian's
+# packaging patches are not applied: they place files for the packages),
+# patched with postgresql/rseq-slice.patch (patched: spinlocks ask for time
+# slice extension, librseq-slice linked in) or not (stock), configured
+# without readline, zlib, ICU and NLS (nothing the guest does needs them),
+# and installed under /opt/postgresql-VARIANT (relocatable, as PostgreSQL
+# is). Sets RS_PG_TAR, that tree as a .tar.xz for the guest (scripts/vm
+# --add; extract it at /), and RS_PG_VERSION. Cached in
+# $RS_CACHE/postgresql/: dl/ the source, VERSION-VARIANT-KEY/ the build's
+# log and tarball, KEY a hash of the patch, librseq-slice's sources and
+# this recipe: a warm run builds and downloads nothing.
+# RSEQ_SLICE_PG_PATCH=FILE: another patch than postgresql/rseq-slice.patch
+# (scripts/build-postgresql --patch: a deliberately broken one, say).
+# PostgreSQL 17 (the report's version) is trixie's; its source is not
+# reachable from this project's mirror (404), and 15 is what a Debian 12
+# operator runs.
+RS_PG_SOURCE=postgresql-15
+RS_PG_RECIPE=1
+rs_pg_fetch() {
+	local base=$1 src ver v
+	src="deb-src [signed-by=$RS_KEYRING] $RS_MIRROR bookworm main
+deb-src [signed-by=$RS_KEYRING] $RS_MIRROR bookworm-updates main
+deb-src [signed-by=$RS_KEYRING] http://deb.debian.org/debian-security bookworm-security main"
+	ls "$base/dl/${RS_PG_SOURCE}_"*.orig.tar.bz2 >/dev/null 2>&1 && return 0
+	rs_log "fetching the source of $RS_PG_SOURCE (private apt configuration: $RS_CACHE/apt-src)"
+	rs_private_apt "$RS_CACHE/apt-src" "$src" update >"$base/update.log" 2>&1 ||
+		{ cat "$base/update.log" >&2; rs_die "apt-get update of the deb-src lines failed"; }
+	# The newest first; a mirror may lack one version's files (404).
+	for ver in $(APT_CONFIG=$(rs_apt_conf_dir "$RS_CACHE/apt-src" "$src") \
+		apt-cache showsrc "$RS_PG_SOURCE" | sed -n 's/^Version: //p' | sort -rV | uniq); do
+		if (cd "$base/dl" && rs_private_apt "$RS_CACHE/apt-src" "$src" \
+			source --download-only "$RS_PG_SOURCE=$ver" >"$base/fetch.log" 2>&1); then
+			v=$ver
+			break
+		fi
+		rs_log "the source of $RS_PG_SOURCE $ver cannot be downloaded: trying an older one"
+	done
+	[ -n "${v:-}" ] || { cat "$base/fetch.log" >&2; rs_die "cannot download the source of $RS_PG_SOURCE"; }
+	rs_log "fetched $RS_PG_SOURCE $v"
+}
+rs_postgresql() {
+	local variant=$1 base=$RS_CACHE/postgresql orig ver key dir tmp lock t
+	local patch=${RSEQ_SLICE_PG_PATCH:-$RS_TOP/postgresql/rseq-slice.patch}
+	local conf=(--without-readline --without-zlib --without-icu --disable-nls)
+	case "$variant" in
+	patched|stock) ;;
+	*) rs_die "rs_postgresql: patched or stock, not '$variant'" ;;
+	esac
+	rs_need_pkgs gcc make libc6-dev perl bzip2 xz-utils patch
+	mkdir -p "$base/dl"
+	exec {lock}>"$base/.lock"
+	flock "$lock"
+	rs_pg_fetch "$base"
+	orig=$(ls "$base/dl/${RS_PG_SOURCE}_"*.orig.tar.bz2 | sort -V | tail -n1)
+	ver=${orig##*_}
+	ver=${ver%.orig.tar.bz2}
+	key=$( {
+		echo "$RS_PG_RECIPE $variant ${conf[*]} ${orig##*/}"
+		if [ "$variant" = patched ]; then
+			cat "$patch" "$RS_TOP/lib/rseq_slice.c" \
+				"$RS_TOP/lib/rseq_slice.h" "$RS_TOP/lib/rseq_slice/"*.h \
+				"$RS_TOP/uapi/linux/rseq_slice.h"
+		fi
+	} | sha256sum | cut -c1-12)
+	dir=$base/$ver-$variant-$key
+	RS_PG_TAR=$dir/postgresql-$variant.tar.xz
+	RS_PG_VERSION=$ver
+	if [ -f "$dir/.done" ]; then
+		exec {lock}>&-
+		return 0
+	fi
+	t=$SECONDS
+	tmp=$dir.tmp
+	rm -rf "$tmp"
+	mkdir -p "$tmp/src" "$tmp/root"
+	rs_log "postgresql: building $ver ($variant) in $tmp (log: $tmp/build.log; a few minutes)"
+	tar -xjf "$orig" -C "$tmp/src" --strip-components=1 --no-same-owner
+	if [ "$variant" = patched ]; then
+		patch -s -d "$tmp/src" -p1 <"$patch" || rs_die "$patch does not apply to $ver"
+		make -s -C "$RS_TOP/lib" OUT="$tmp/lib" "$tmp/lib/librseq-slice.a" >"$tmp/build.log" 2>&1 ||
+			{ cat "$tmp/build.log" >&2; rs_die "librseq-slice.a did not build"; }
+		conf+=(CPPFLAGS="-DUSE_RSEQ_SLICE -I$RS_TOP/lib -I$RS_TOP/uapi"
+			LDFLAGS="-L$tmp/lib" LIBS="-lrseq-slice")
+	fi
+	if ! (cd "$tmp/src" && ./configure --prefix="/opt/postgresql-$variant" "${conf[@]}" &&
+		make -j"${RSEQ_SLICE_JOBS:-$(nproc)}" &&
+		make install DESTDIR="$tmp/root") >>"$tmp/build.log" 2>&1; then
+		tail -n 30 "$tmp/build.log" >&2
+		rs_die "postgresql $ver ($variant) did not build (log: $tmp/build.log)"
+	fi
+	tar -C "$tmp/root" -cf - opt | xz -T0 -3 >"$tmp/postgresql-$variant.tar.xz"
+	rm -rf "$tmp/src" "$tmp/root" "$tmp/lib"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	touch "$dir/.done"
+	exec {lock}>&-
+	rs_log "postgresql: $ver ($variant) built in $((SECONDS - t)) s: $RS_PG_TAR"
+}

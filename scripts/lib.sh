@@ -917,9 +917,15 @@ rs_apt_conf_dir() {
 	mkdir -p "$d/etc/sources.list.d" "$d/etc/preferences.d" "$d/etc/trusted.gpg.d" \
 		"$d/state/lists/partial" "$d/cache/archives/partial"
 	[ -f "$RS_KEYRING" ] || rs_need_pkgs debian-archive-keyring
-	printf '%s\n' "$2" >"$d/etc/sources.list"
+	# Both files are written aside and renamed into place: another apt of
+	# the same DIR may be reading them right now (two guests starting at
+	# once), and an apt.conf read half written is an empty configuration,
+	# under which apt silently takes the host's own lists instead (a sid
+	# guest once resolved linux-image-amd64 to bookworm's 6.1 that way).
+	printf '%s\n' "$2" >"$d/etc/sources.list.$BASHPID"
+	mv -f "$d/etc/sources.list.$BASHPID" "$d/etc/sources.list"
 	: >>"$d/status"
-	cat >"$d/apt.conf" <<EOF
+	cat >"$d/apt.conf.$BASHPID" <<EOF
 Dir::Etc::sourcelist "$d/etc/sources.list";
 Dir::Etc::sourceparts "$d/etc/sources.list.d";
 Dir::Etc::preferences "$d/etc/preferences";
@@ -934,6 +940,7 @@ APT::Architectures { $archs };
 APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
+	mv -f "$d/apt.conf.$BASHPID" "$d/apt.conf"
 	echo "$d/apt.conf"
 }
 

@@ -22,7 +22,7 @@
 #       (patched, rseq_slice_extension=off), on (patched). Each run starts
 #       the server afresh, so that its backends touch the shared buffers'
 #       pages for the first time during the run (no huge pages), and runs
-#       pgbench for SECS seconds (default 10) with CLIENTS clients
+#       pgbench for SECS seconds (default 5) with CLIENTS clients
 #       (default 16, more than the guest's vCPUs). Prints each run between
 #       "### run script=S arm=A round=R" and "### end rc=RC", with
 #       pgbench's report, "### latency n=N p50=US p99=US" (from its
@@ -49,7 +49,7 @@ RS_PARAMS=
 
 test=0
 rounds=3
-secs=10
+secs=5
 clients=16
 scale=10
 scripts=

@@ -68,9 +68,9 @@ done
 
 # extract VARIANT: /opt/postgresql-VARIANT from its tarball; false if none.
 extract() {
-	[ -f /work/postgresql-$1.tar.xz ] || return 1
-	[ -x /opt/postgresql-$1/bin/postgres ] && return 0
-	$BB xz -dc /work/postgresql-$1.tar.xz | tar -x -C /
+	[ -f "/work/postgresql-$1.tar.xz" ] || return 1
+	[ -x "/opt/postgresql-$1/bin/postgres" ] && return 0
+	$BB xz -dc "/work/postgresql-$1.tar.xz" | tar -x -C /
 }
 stat_of() { awk -v k="$1:" '$1 == k { print $2 }' $STATS 2>/dev/null; }
 stats_line() { echo "### stats $1 $(tr '\n' ' ' <$STATS 2>/dev/null)"; }
@@ -82,10 +82,10 @@ start() {
 	chown 1000:1000 $LOG
 	# pg_ctl -w waits for the server to accept connections (-t: a bound
 	# generous enough for an emulated start).
-	$AS $bin/pg_ctl -D $PGDATA -l $LOG -w -t 600 -o "$2" start >/tmp/pg_ctl.out 2>&1
+	$AS "$bin"/pg_ctl -D $PGDATA -l $LOG -w -t 600 -o "$2" start >/tmp/pg_ctl.out 2>&1
 }
-stop() { $AS $bin/pg_ctl -D $PGDATA -w -t 600 -m fast stop >>/tmp/pg_ctl.out 2>&1; }
-psql1() { $AS $bin/psql -h $SOCK -U postgres -X -A -t -q -c "$1" postgres; }
+stop() { $AS "$bin"/pg_ctl -D $PGDATA -w -t 600 -m fast stop >>/tmp/pg_ctl.out 2>&1; }
+psql1() { $AS "$bin"/psql -h $SOCK -U postgres -X -A -t -q -c "$1" postgres; }
 
 # A new cluster and a pgbench database of scale $1 (patched binaries;
 # both builds are 15.N, one catalog version).
@@ -95,7 +95,7 @@ setup() {
 	mkdir -p $PGDATA
 	chown 1000:1000 $PGDATA
 	bin=/opt/postgresql-patched/bin
-	$AS $bin/initdb -D $PGDATA -U postgres -A trust --locale=C -E UTF8 >/tmp/initdb.out 2>&1 ||
+	$AS "$bin"/initdb -D $PGDATA -U postgres -A trust --locale=C -E UTF8 >/tmp/initdb.out 2>&1 ||
 		{ sed 's/^/# /' /tmp/initdb.out; return 1; }
 	cat >>$PGDATA/postgresql.conf <<-EOF
 	listen_addresses = ''
@@ -108,7 +108,7 @@ setup() {
 	autovacuum = off
 	EOF
 	start patched "" || { sed 's/^/# /' /tmp/pg_ctl.out $LOG; return 1; }
-	$AS $bin/pgbench -h $SOCK -U postgres -i -q -s "$1" postgres >/tmp/init.out 2>&1 ||
+	$AS "$bin"/pgbench -h $SOCK -U postgres -i -q -s "$1" postgres >/tmp/init.out 2>&1 ||
 		{ sed 's/^/# /' /tmp/init.out; stop; return 1; }
 	stop
 }
@@ -181,7 +181,7 @@ if [ $test = 0 ]; then
 				echo "### run script=$s arm=$arm round=$r"
 				stats_line before
 				trace_on
-				(cd /tmp && $AS $bin/pgbench -h $SOCK -U postgres -n -b "$s" -c "$clients" \
+				(cd /tmp && $AS "$bin"/pgbench -h $SOCK -U postgres -n -b "$s" -c "$clients" \
 					-j 1 -T "$secs" -l --log-prefix=pgb postgres) 2>&1
 				rc=$?
 				trace_off_report
@@ -246,7 +246,7 @@ txns=0
 pgfail=0
 while [ $r -lt 40 ]; do
 	r=$((r + 1))
-	$AS $bin/pgbench -h $SOCK -U postgres -n -b tpcb-like -c 8 -j 2 -t 100 postgres >/tmp/run.out 2>&1 ||
+	$AS "$bin"/pgbench -h $SOCK -U postgres -n -b tpcb-like -c 8 -j 2 -t 100 postgres >/tmp/run.out 2>&1 ||
 		{ pgfail=1; sed 's/^/# /' /tmp/run.out; break; }
 	done_=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' /tmp/run.out)
 	txns=$((txns + ${done_:-0}))

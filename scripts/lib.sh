@@ -922,10 +922,13 @@ rs_apt_conf_dir() {
 	# once), and an apt.conf read half written is an empty configuration,
 	# under which apt silently takes the host's own lists instead (a sid
 	# guest once resolved linux-image-amd64 to bookworm's 6.1 that way).
-	printf '%s\n' "$2" >"$d/etc/sources.list.$BASHPID"
-	mv -f "$d/etc/sources.list.$BASHPID" "$d/etc/sources.list"
+	# (The names are set first: an external command's redirection is
+	# expanded in its own process, where $BASHPID is another number.)
+	local srcs=$d/etc/sources.list.$BASHPID conf=$d/apt.conf.$BASHPID
+	printf '%s\n' "$2" >"$srcs"
+	mv -f "$srcs" "$d/etc/sources.list"
 	: >>"$d/status"
-	cat >"$d/apt.conf.$BASHPID" <<EOF
+	cat >"$conf" <<EOF
 Dir::Etc::sourcelist "$d/etc/sources.list";
 Dir::Etc::sourceparts "$d/etc/sources.list.d";
 Dir::Etc::preferences "$d/etc/preferences";
@@ -940,7 +943,7 @@ APT::Architectures { $archs };
 APT::Sandbox::User "$(id -un)";
 Acquire::Languages "none";
 EOF
-	mv -f "$d/apt.conf.$BASHPID" "$d/apt.conf"
+	mv -f "$conf" "$d/apt.conf"
 	echo "$d/apt.conf"
 }
 

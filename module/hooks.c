@@ -17,8 +17,9 @@
  * - arch_do_signal_or_restart(), by ftrace: a signal delivered to a holder
  *   ends its grant first, so the handler (and its rt_sigreturn, a system
  *   call) never runs inside a grant.
- * - the sched_switch tracepoint: any switch away from a holder ends its
- *   grant.
+ * - a preempt notifier of each registered thread (switch_notifier.c;
+ *   the sched_switch tracepoint on kernels without them): a switch away
+ *   from a holder ends its grant, and clears a REQUEST still set.
  * - the sched_process_exit and sched_process_exec tracepoints: a thread's
  *   registration ends with the thread or its program.
  *
@@ -63,7 +64,6 @@ static bool rseq_slice_ready;	/* module init finished, unload not begun */
 static bool rseq_slice_stuck;	/* a hook could not be removed: module pinned */
 static const struct file_operations *rseq_slice_fops;	/* the device's */
 
-static struct tracepoint *rseq_slice_tp_switch;
 static struct tracepoint *rseq_slice_tp_exit;
 static struct tracepoint *rseq_slice_tp_exec;
 
@@ -371,25 +371,6 @@ static struct ftrace_ops rseq_slice_signal_ops = {
 	.func = rseq_slice_signal_hook,
 };
 
-/*
- * sched_switch: rq lock held, interrupts disabled. A grant ends with the
- * switch; a REQUEST still set is cleared, so that the thread reads
- * "interrupted" at the end of its section whatever took the CPU away:
- * in-kernel preemption, a blocking fault or system call, a reschedule on
- * a system call's return.
- */
-static void notrace rseq_slice_switch_probe(void *data, bool preempt,
-					    struct task_struct *prev,
-					    struct task_struct *next,
-					    unsigned int prev_state)
-{
-	/* Every switch in the system: one per-CPU load, then the hash. */
-	if (unlikely(rseq_slice_grant_holder() == prev))
-		rseq_slice_grant_switch_out();
-	else
-		rseq_slice_task_clear_request(prev);
-}
-
 static void rseq_slice_hooks_release(void);
 
 /* sched_process_exit: the exiting thread itself, preemption disabled. */
@@ -510,8 +491,7 @@ static void rseq_slice_disarm(void)
 	/* ...then the hooks that only act on a grant can go. */
 	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
 	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
-	rseq_slice_unhook_tp(rseq_slice_tp_switch, rseq_slice_switch_probe, "sched_switch");
-	tracepoint_synchronize_unregister();
+	rseq_slice_switch_disarm();
 	rseq_slice_armed = false;
 }
 
@@ -527,7 +507,7 @@ static int rseq_slice_arm(void)
 	int ret;
 
 	lockdep_assert_held(&rseq_slice_hooks_mutex);
-	ret = tracepoint_probe_register(rseq_slice_tp_switch, rseq_slice_switch_probe, NULL);
+	ret = rseq_slice_switch_arm();
 	if (ret)
 		return ret;
 	ret = register_ftrace_function(&rseq_slice_syscall_ops);
@@ -549,8 +529,7 @@ unhook_signal:
 unhook_syscall:
 	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
 unhook_switch:
-	rseq_slice_unhook_tp(rseq_slice_tp_switch, rseq_slice_switch_probe, "sched_switch");
-	tracepoint_synchronize_unregister();
+	rseq_slice_switch_disarm();
 	pr_err("cannot register hooks: %d\n", ret);
 	return ret;
 }
@@ -590,14 +569,16 @@ static int rseq_slice_hooks_sync(void)
 	if (ret)
 		return ret;
 	want = rseq_slice_ready && READ_ONCE(rseq_slice_enabled) && rseq_slice_task_count() > 0;
-	if (want == rseq_slice_armed)
-		return 0;
-	/* After a hook refused to go, nothing is registered again. */
-	if (want && rseq_slice_stuck)
-		return -EIO;
-	if (want)
-		return rseq_slice_arm();
-	rseq_slice_disarm();
+	if (want != rseq_slice_armed) {
+		/* After a hook refused to go, nothing is registered again. */
+		if (want && rseq_slice_stuck)
+			return -EIO;
+		if (want)
+			return rseq_slice_arm();
+		rseq_slice_disarm();
+	}
+	/* Nobody registered: switches need no callback's key either. */
+	rseq_slice_switch_release();
 	return 0;
 }
 
@@ -658,9 +639,13 @@ int rseq_slice_hooks_register_current(u64 uaddr, bool merged)
 		ret = -EOPNOTSUPP;
 		goto unlock;
 	}
+	/* The registration's switch-out callback needs the key first. */
+	rseq_slice_switch_hold();
 	ret = rseq_slice_task_install(st, &added);
-	if (ret)
+	if (ret) {
+		rseq_slice_switch_release();
 		goto unlock;
+	}
 	ret = rseq_slice_hooks_sync();
 	/* A registration this call did not make stays. */
 	if (ret && added)
@@ -860,7 +845,6 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 	static const char * const schedule_names[] = { "schedule", NULL };
 	static const char * const signal_names[] = { RSEQ_SLICE_SIGNAL_FUNC, NULL };
 	struct rseq_slice_tp_want want[] = {
-		{ "sched_switch", &rseq_slice_tp_switch },
 		{ "sched_process_exit", &rseq_slice_tp_exit },
 		{ "sched_process_exec", &rseq_slice_tp_exec },
 		{ }
@@ -869,10 +853,13 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 
 	rseq_slice_fops = fops;
 	for_each_kernel_tracepoint(rseq_slice_find_tp, want);
-	if (!rseq_slice_tp_switch || !rseq_slice_tp_exit || !rseq_slice_tp_exec) {
+	if (!rseq_slice_tp_exit || !rseq_slice_tp_exec) {
 		pr_err("scheduler tracepoints not found\n");
 		return -ENOENT;
 	}
+	ret = rseq_slice_switch_init();
+	if (ret)
+		return ret;
 
 	ret = rseq_slice_set_filter(&rseq_slice_schedule_ops, schedule_names);
 	if (ret)
@@ -931,6 +918,8 @@ void rseq_slice_hooks_exit(void)
 {
 	/* Disarms anything a late registration armed (none: not ready). */
 	rseq_slice_hooks_stop();
+	/* Every registration's thread is alive until the exit probe goes. */
+	rseq_slice_switch_exit();
 
 	rseq_slice_unhook_tp(rseq_slice_tp_exec, rseq_slice_exec_probe, "sched_process_exec");
 	rseq_slice_unhook_tp(rseq_slice_tp_exit, rseq_slice_exit_probe, "sched_process_exit");

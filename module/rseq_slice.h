@@ -7,6 +7,8 @@
  *   arch/ARCH/exit.c		the architecture's exit paths (with arch.h)
  *   grant.c			a grant on a bare control word, its timer, counters
  *   task.c			registrations: which thread, which word, pinned
+ *   switch_notifier.c		what a switch-out ends: preempt notifiers, linked
+ *   (switch_tracepoint.c)	by task.c; sched_switch where the kernel has none
  *   hooks.c			the kernel hooks, arming them, the enabled switch
  *   merged.c			merged upstream's prctl
  *   stats.c			debugfs: statistics (a read-only view), upstream's names
@@ -23,9 +25,11 @@
  *   CPU its thread runs on, between two of its instructions: that is what
  *   makes user space's CPU-local test-and-clear safe.
  * - hooks.c: the schedule(), syscall-entry and signal-delivery ftrace
- *   hooks and the sched_switch tracepoint are registered only while the
+ *   hooks are registered, and switch-outs end grants, only while the
  *   mechanism is enabled and some thread is registered; the exit and exec
- *   tracepoints are registered for the module's lifetime.
+ *   tracepoints are registered for the module's lifetime. Each
+ *   registration's switch-out callback is a preempt notifier of its own
+ *   thread (switch_notifier.c), which task.c links and unlinks.
  */
 #ifndef RSEQ_SLICE_INTERNAL_H
 #define RSEQ_SLICE_INTERNAL_H
@@ -35,6 +39,7 @@
 #include <linux/fs.h>
 #include <linux/llist.h>
 #include <linux/percpu.h>
+#include <linux/preempt.h>
 #include <linux/rcupdate.h>
 #include <linux/types.h>
 #include <linux/rseq_slice.h>
@@ -246,6 +251,10 @@ struct rseq_slice_task {
 	struct callback_head *kill;	/* its SIGSEGV's task work; NULL while queued */
 	struct llist_node free_node;
 	struct rcu_head rcu;
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+	struct preempt_notifier pn;	/* in @task's list while @pn_linked */
+	bool pn_linked;
+#endif
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
@@ -265,6 +274,21 @@ int rseq_slice_task_count(void);
 int rseq_slice_task_pinned(void);
 int rseq_slice_task_merged_count(void);
 bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
+void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st));
+
+/*
+ * switch_notifier.c (switch_tracepoint.c without CONFIG_PREEMPT_NOTIFIERS):
+ * a switch-out ends its thread's grant and clears its REQUEST.
+ */
+int rseq_slice_switch_init(void);
+void rseq_slice_switch_exit(void);
+void rseq_slice_switch_init_task(struct rseq_slice_task *st);
+void rseq_slice_switch_link(struct rseq_slice_task *st);
+void rseq_slice_switch_unlink(struct rseq_slice_task *st);
+void rseq_slice_switch_hold(void);
+void rseq_slice_switch_release(void);
+int rseq_slice_switch_arm(void);
+void rseq_slice_switch_disarm(void);
 
 /*
  * Fault injection, in a build made with RSEQ_SLICE_FAULT_INJECT=y only (the

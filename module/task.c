@@ -270,6 +270,7 @@ struct rseq_slice_task *rseq_slice_task_prepare(u64 uaddr, bool merged)
 	st->w.ctrl = page_address(page) + offset_in_page(uaddr);
 	st->w.merged = merged;
 	st->w.granted = merged ? RSEQ_SLICE_MERGED_GRANTED : RSEQ_SLICE_EXT_GRANTED;
+	rseq_slice_switch_init_task(st);
 	return st;
 
 out_uncharge:
@@ -304,6 +305,7 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 	old = rseq_slice_task_find(current);
 	if (!old) {
 		hash_add_rcu(rseq_slice_tasks, &st->node, (unsigned long)current);
+		rseq_slice_switch_link(st);
 		raw_spin_unlock(&rseq_slice_tasks_lock);
 		atomic_inc(&rseq_slice_nr_threads);
 		if (st->w.merged)
@@ -322,11 +324,13 @@ int rseq_slice_task_install(struct rseq_slice_task *st, bool *added)
 	/*
 	 * A grant refers to the old registration (none should run: ENABLE
 	 * is a system call, and the entry hook ended it). The lock keeps
-	 * preemption off, so this thread's own sched_switch probe, the only
+	 * preemption off, so this thread's own switch-out callback, the only
 	 * other reader of its entry, cannot run in between.
 	 */
 	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
 	hlist_replace_rcu(&old->node, &st->node);
+	rseq_slice_switch_unlink(old);
+	rseq_slice_switch_link(st);
 	raw_spin_unlock(&rseq_slice_tasks_lock);
 	/* rseq_slice_task_free() counts the old one out. */
 	atomic_inc(&rseq_slice_nr_threads);
@@ -358,10 +362,14 @@ bool rseq_slice_task_unregister_current(void)
 
 	raw_spin_lock(&rseq_slice_tasks_lock);
 	hash_del_rcu(&st->node);
+	/*
+	 * A grant refers to the control word: end it before the unpin, and
+	 * before the switch-out callback that would end it is unlinked.
+	 */
+	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
+	rseq_slice_switch_unlink(st);
 	raw_spin_unlock(&rseq_slice_tasks_lock);
 
-	/* A grant refers to the control word: end it before the unpin. */
-	rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
 	rseq_slice_task_free(st);
 	return true;
 }
@@ -479,6 +487,19 @@ void rseq_slice_task_unregister_all(void)
 		rseq_slice_task_free(st);
 	}
 	raw_spin_unlock(&rseq_slice_tasks_lock);
+}
+
+/*
+ * Call @fn on every registration. Only where nothing can add or remove
+ * one: unload, with every CPU stopped (switch_notifier.c).
+ */
+void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st))
+{
+	struct rseq_slice_task *st;
+	unsigned int bkt;
+
+	hash_for_each(rseq_slice_tasks, bkt, st, node)
+		fn(st);
 }
 
 /*

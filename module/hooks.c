@@ -17,9 +17,8 @@
  * - arch_do_signal_or_restart(), by ftrace: a signal delivered to a holder
  *   ends its grant first, so the handler (and its rt_sigreturn, a system
  *   call) never runs inside a grant.
- * - a preempt notifier of each registered thread (switch_notifier.c;
- *   the sched_switch tracepoint on kernels without them): a switch away
- *   from a holder ends its grant, and clears a REQUEST still set.
+ * - a preempt notifier of each registered thread (switch.c): a switch
+ *   away from a holder ends its grant, and clears a REQUEST still set.
  * - the sched_process_exit and sched_process_exec tracepoints: a thread's
  *   registration ends with the thread or its program.
  *
@@ -28,9 +27,11 @@
  * rseq_slice_hooks_mutex. They go a second after the last registration
  * does, not at once: patching kernel text is slow (and stops every CPU
  * briefly), and programs whose threads come and go should not pay it for
- * every thread. The last two cost a load and a compare
- * while nobody is registered and stay for the module's lifetime, because
- * registrations outlive enabled=0.
+ * every thread. The notifiers cost other threads two list tests per
+ * switch while anybody is registered (their static key), and act only
+ * while the first four are registered. The last two cost a load and a
+ * compare while nobody is registered and stay for the module's lifetime,
+ * because registrations outlive enabled=0.
  *
  * What each hook decides lives here; grant.c and task.c do it.
  */
@@ -139,15 +140,20 @@ static noinline void notrace rseq_slice_schedule_exit(unsigned long ip, unsigned
  * schedule() entry, any caller, any task: interrupts and preemption as
  * the caller had them (the exit loop: preemption enabled, interrupts
  * too but on arm64's 6.1, whose do_notify_resume() calls schedule() with
- * them masked), never in interrupt context. Must stay cheap for callers
- * other than the exit loop: the ops
- * do not ask ftrace for recursion protection (FTRACE_OPS_FL_RECURSION
- * would route every call through ftrace's assist function first), so
- * every other caller costs the two inlined compares and nothing else.
+ * them masked), never in interrupt context. Must stay cheap for every
+ * thread but the registered ones, and for their calls from anywhere but
+ * the exit loop: the ops do not ask ftrace for recursion protection
+ * (FTRACE_OPS_FL_RECURSION would route every call through ftrace's
+ * assist function first), so a thread that is not registered costs one
+ * load and compare (its preempt notifiers, switch.c), and a registered
+ * thread's other calls the two inlined compares of the boxes.
  */
 static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long parent_ip,
 					     struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
+	/* Every thread not registered: one load and compare. */
+	if (likely(!rseq_slice_switch_linked(current)))
+		return;
 	if (unlikely(rseq_slice_exit_maybe(parent_ip)))
 		rseq_slice_schedule_exit(ip, parent_ip, fregs);
 }
@@ -355,9 +361,13 @@ static struct ftrace_ops rseq_slice_yield_ops = {
 static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long parent_ip,
 					   struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	/* Preemption off: a per-CPU grant and an RCU-sched read side. */
-	int bit = ftrace_test_recursion_trylock(ip, parent_ip);
+	int bit;
 
+	/* Every signal of every thread not registered: one load and compare. */
+	if (likely(!rseq_slice_switch_linked(current)))
+		return;
+	/* Preemption off: a per-CPU grant and an RCU-sched read side. */
+	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
 		return;
 	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE))

@@ -7,8 +7,7 @@
  *   arch/ARCH/exit.c		the architecture's exit paths (with arch.h)
  *   grant.c			a grant on a bare control word, its timer, counters
  *   task.c			registrations: which thread, which word, pinned
- *   switch_notifier.c		what a switch-out ends: preempt notifiers, linked
- *   (switch_tracepoint.c)	by task.c; sched_switch where the kernel has none
+ *   switch.c			what a switch-out ends: preempt notifiers (task.c links)
  *   hooks.c			the kernel hooks, arming them, the enabled switch
  *   merged.c			merged upstream's prctl
  *   stats.c			debugfs: statistics (a read-only view), upstream's names
@@ -29,7 +28,7 @@
  *   mechanism is enabled and some thread is registered; the exit and exec
  *   tracepoints are registered for the module's lifetime. Each
  *   registration's switch-out callback is a preempt notifier of its own
- *   thread (switch_notifier.c), which task.c links and unlinks.
+ *   thread (switch.c), which task.c links and unlinks.
  */
 #ifndef RSEQ_SLICE_INTERNAL_H
 #define RSEQ_SLICE_INTERNAL_H
@@ -41,8 +40,14 @@
 #include <linux/percpu.h>
 #include <linux/preempt.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/rseq_slice.h>
+
+/* switch.c's notifiers. KVM selects them: every Debian kernel has them. */
+#ifndef CONFIG_PREEMPT_NOTIFIERS
+#error "rseq_slice needs CONFIG_PREEMPT_NOTIFIERS (CONFIG_KVM selects it)"
+#endif
 
 struct callback_head;
 struct page;
@@ -251,10 +256,8 @@ struct rseq_slice_task {
 	struct callback_head *kill;	/* its SIGSEGV's task work; NULL while queued */
 	struct llist_node free_node;
 	struct rcu_head rcu;
-#ifdef CONFIG_PREEMPT_NOTIFIERS
 	struct preempt_notifier pn;	/* in @task's list while @pn_linked */
 	bool pn_linked;
-#endif
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
@@ -276,10 +279,20 @@ int rseq_slice_task_merged_count(void);
 bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
 void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st));
 
+/* switch.c: a switch-out ends its thread's grant and clears its REQUEST. */
+
 /*
- * switch_notifier.c (switch_tracepoint.c without CONFIG_PREEMPT_NOTIFIERS):
- * a switch-out ends its thread's grant and clears its REQUEST.
+ * Is a preempt notifier linked in @task's list: is it registered here (or
+ * a KVM vCPU thread inside KVM_RUN)? Every registration links one, and a
+ * holder is registered, so an empty list answers "not ours" to the hooks
+ * every thread runs, in one load. Any context of @task itself, which alone
+ * changes its list, with preemption disabled (switch.c).
  */
+static __always_inline bool rseq_slice_switch_linked(struct task_struct *task)
+{
+	return !hlist_empty(&task->preempt_notifiers);
+}
+
 int rseq_slice_switch_init(void);
 void rseq_slice_switch_exit(void);
 void rseq_slice_switch_init_task(struct rseq_slice_task *st);

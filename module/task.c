@@ -491,7 +491,7 @@ void rseq_slice_task_unregister_all(void)
 
 /*
  * Call @fn on every registration. Only where nothing can add or remove
- * one: unload, with every CPU stopped (switch_notifier.c).
+ * one: unload, with every CPU stopped (switch.c).
  */
 void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st))
 {

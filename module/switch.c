@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * What a switch-out ends, through preempt notifiers (CONFIG_PREEMPT_NOTIFIERS,
- * which KVM selects: every Debian kernel has it; switch_tracepoint.c is the
- * rest of this file's interface for kernels without).
+ * What a switch-out ends, through preempt notifiers.
  *
  * A grant ends when its holder is switched out, and a REQUEST still set is
  * cleared, so that the section reads "interrupted" whatever took the CPU
- * away. Only registered threads need either, and a preempt notifier is a
- * per-task callback: each registration links one into its own thread's
- * list, which the scheduler walks when that thread is switched out and in.
- * Every other thread's switch pays the two list tests behind the
- * notifiers' static key (on while anybody is registered), not a
- * tracepoint's call and a hash lookup.
+ * away: in-kernel preemption, a blocking fault or system call, a
+ * reschedule on a system call's return. Only registered threads need
+ * either, and a preempt notifier is a per-task callback: each
+ * registration links one into its own thread's list, which the scheduler
+ * walks when that thread is switched out and in. Every other thread's
+ * switch pays the two list tests behind the notifiers' static key (on
+ * while anybody is registered), where a sched_switch probe was a
+ * tracepoint's call and a hash lookup on every switch of every task.
  *
  * Who touches a thread's list, and why no lock is needed:
  *

@@ -55,6 +55,7 @@ user:modload.merged_abi_off
 user:hard.seccomp_filter_sees_the_call
 user:hard.yield_number_on_another_file_is_foreign
 user:hard.ipmodify_conflict_keeps_registrations
+user:switchout.blocking_page_fault_ends_grant
 user:fault.*
 user:c32.foreign_abort
 user:merged.enotsupp_when_off
@@ -67,6 +68,7 @@ if grep -q ' kasan_report$' /proc/kallsyms 2>/dev/null; then
 	export RSEQ_SLICE_SLOW_KERNEL=1
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:sem.*.signal_ends_grant user:sem.*.signal_ends_grant"
 	EXPECTED_SKIPS="$EXPECTED_SKIPS root:overrun.median_follows_grant_ns"
+	EXPECTED_SKIPS="$EXPECTED_SKIPS root:switchout.blocking_page_fault_ends_grant"
 fi
 # On PREEMPT_RT under emulation the timer's interrupt can come later than
 # the longest grant (6.1-rt), as on the KASAN kernel.

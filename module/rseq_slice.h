@@ -7,7 +7,8 @@
  *   arch/ARCH/exit.c		the architecture's exit paths (with arch.h)
  *   grant.c			a grant on a bare control word, its timer, counters
  *   task.c			registrations: which thread, which word, pinned
- *   switch.c			what a switch-out ends: preempt notifiers (task.c links)
+ *   switch.c			what a switch-out ends: preempt notifiers (task.c links);
+ *   (switch_tracepoint.c)	sched_switch on kernels without them (6.1 rt-arm64)
  *   hooks.c			the kernel hooks, arming them, the enabled switch
  *   merged.c			merged upstream's prctl
  *   stats.c			debugfs: statistics (a read-only view), upstream's names
@@ -43,11 +44,6 @@
 #include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/rseq_slice.h>
-
-/* switch.c's notifiers. KVM selects them: every Debian kernel has them. */
-#ifndef CONFIG_PREEMPT_NOTIFIERS
-#error "rseq_slice needs CONFIG_PREEMPT_NOTIFIERS (CONFIG_KVM selects it)"
-#endif
 
 struct callback_head;
 struct page;
@@ -256,8 +252,10 @@ struct rseq_slice_task {
 	struct callback_head *kill;	/* its SIGSEGV's task work; NULL while queued */
 	struct llist_node free_node;
 	struct rcu_head rcu;
+#ifdef CONFIG_PREEMPT_NOTIFIERS
 	struct preempt_notifier pn;	/* in @task's list while @pn_linked */
 	bool pn_linked;
+#endif
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
@@ -279,7 +277,10 @@ int rseq_slice_task_merged_count(void);
 bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
 void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st));
 
-/* switch.c: a switch-out ends its thread's grant and clears its REQUEST. */
+/*
+ * switch.c (switch_tracepoint.c without CONFIG_PREEMPT_NOTIFIERS): a
+ * switch-out ends its thread's grant and clears its REQUEST.
+ */
 
 /*
  * Is a preempt notifier linked in @task's list: is it registered here (or
@@ -290,7 +291,12 @@ void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st));
  */
 static __always_inline bool rseq_slice_switch_linked(struct task_struct *task)
 {
+#ifdef CONFIG_PREEMPT_NOTIFIERS
 	return !hlist_empty(&task->preempt_notifiers);
+#else
+	/* switch_tracepoint.c: no list to tell; every thread goes on. */
+	return true;
+#endif
 }
 
 int rseq_slice_switch_init(void);

@@ -90,6 +90,14 @@ void rseq_slice_switch_link(struct rseq_slice_task *st)
 	st->pn_linked = true;
 }
 
+/* @st's thread itself, or unload under stop_machine(): see the top. */
+static void rseq_slice_switch_unlink_one(struct rseq_slice_task *st)
+{
+	if (st->pn_linked)
+		preempt_notifier_unregister(&st->pn);
+	st->pn_linked = false;
+}
+
 /*
  * Unlink current's registration @st, if still linked (unload may have
  * unlinked it). Preemption disabled; never from the notifier itself.
@@ -97,22 +105,13 @@ void rseq_slice_switch_link(struct rseq_slice_task *st)
 void rseq_slice_switch_unlink(struct rseq_slice_task *st)
 {
 	lockdep_assert_preemption_disabled();
-	if (st->pn_linked)
-		preempt_notifier_unregister(&st->pn);
-	st->pn_linked = false;
+	rseq_slice_switch_unlink_one(st);
 }
 
 /* Module init: nothing to look up. */
 int rseq_slice_switch_init(void)
 {
 	return 0;
-}
-
-static void rseq_slice_switch_unlink_one(struct rseq_slice_task *st)
-{
-	if (st->pn_linked)
-		preempt_notifier_unregister(&st->pn);
-	st->pn_linked = false;
 }
 
 /* Every CPU stopped with interrupts disabled: see the top of this file. */

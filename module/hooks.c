@@ -166,10 +166,12 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
  * the hook sets, as livepatch's own ops rely on. arm64's 6.1 needs them
  * (compat.h).
  */
+#if !RSEQ_SLICE_ONE_OPS
 static struct ftrace_ops rseq_slice_schedule_ops = {
 	.func = rseq_slice_schedule_hook,
 	.flags = RSEQ_SLICE_FTRACE_IP_FLAGS,
 };
+#endif
 
 /*
  * Which yield, if any, is this system call: RSEQ_SLICE_IOC_YIELD on our
@@ -243,9 +245,11 @@ static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long pare
 	ftrace_test_recursion_unlock(bit);
 }
 
+#if !RSEQ_SLICE_ONE_OPS
 static struct ftrace_ops rseq_slice_syscall_ops = {
 	.func = rseq_slice_syscall_hook,
 };
+#endif
 
 #if !RSEQ_SLICE_YIELD_STUB
 /*
@@ -377,9 +381,80 @@ static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long paren
 	ftrace_test_recursion_unlock(bit);
 }
 
+#if !RSEQ_SLICE_ONE_OPS
 static struct ftrace_ops rseq_slice_signal_ops = {
 	.func = rseq_slice_signal_hook,
 };
+
+/* Each hook's filter is set on its own ops. */
+#define rseq_slice_schedule_filter	(&rseq_slice_schedule_ops)
+#define rseq_slice_syscall_filter	(&rseq_slice_syscall_ops)
+#define rseq_slice_signal_filter	(&rseq_slice_signal_ops)
+
+static void rseq_slice_hot_init(void)
+{
+}
+
+static void rseq_slice_hot_free_filters(void)
+{
+	ftrace_free_filter(&rseq_slice_schedule_ops);
+	ftrace_free_filter(&rseq_slice_syscall_ops);
+	ftrace_free_filter(&rseq_slice_signal_ops);
+}
+#else
+/*
+ * arm64's 6.1 (arch.h): every hooked function's calls go through
+ * ftrace_ops_list_func(), which walks every registered ops and tests its
+ * filter for the call's ip, with preemption disabled. Three ops armed
+ * together would cost every call of schedule() three filter tests; one
+ * ops holding the three functions costs it one, and its callback tells
+ * them apart by ip (the call site, the function's first instructions).
+ * The other two ops are then never registered.
+ *
+ * The three appear one call site at a time while the ops is registered,
+ * so grants wait until all are patched (rseq_slice_granting), as
+ * registering the hooks that end grants before schedule()'s does on
+ * other kernels, and stop before the grants are ended at disarm.
+ */
+#define RSEQ_SLICE_CALL_SITE_MAX	16
+static unsigned long rseq_slice_schedule_func, rseq_slice_signal_func;
+static bool rseq_slice_granting;
+
+static void notrace rseq_slice_hot_hook(unsigned long ip, unsigned long parent_ip,
+					struct ftrace_ops *op, struct ftrace_regs *fregs)
+{
+	if (ip - rseq_slice_schedule_func < RSEQ_SLICE_CALL_SITE_MAX) {
+		if (likely(READ_ONCE(rseq_slice_granting)))
+			rseq_slice_schedule_hook(ip, parent_ip, op, fregs);
+	} else if (ip - rseq_slice_signal_func < RSEQ_SLICE_CALL_SITE_MAX) {
+		rseq_slice_signal_hook(ip, parent_ip, op, fregs);
+	} else {
+		rseq_slice_syscall_hook(ip, parent_ip, op, fregs);
+	}
+}
+
+/* schedule()'s flags (IPMODIFY, SAVE_REGS) for all three. */
+static struct ftrace_ops rseq_slice_hot_ops = {
+	.func = rseq_slice_hot_hook,
+	.flags = RSEQ_SLICE_FTRACE_IP_FLAGS,
+};
+
+#define rseq_slice_schedule_filter	(&rseq_slice_hot_ops)
+#define rseq_slice_syscall_filter	(&rseq_slice_hot_ops)
+#define rseq_slice_signal_filter	(&rseq_slice_hot_ops)
+
+/* Module init, the filters set: where the callback tells the three apart. */
+static void rseq_slice_hot_init(void)
+{
+	rseq_slice_schedule_func = rseq_slice_symbol("schedule");
+	rseq_slice_signal_func = rseq_slice_symbol(RSEQ_SLICE_SIGNAL_FUNC);
+}
+
+static void rseq_slice_hot_free_filters(void)
+{
+	ftrace_free_filter(&rseq_slice_hot_ops);
+}
+#endif
 
 static void rseq_slice_hooks_release(void);
 
@@ -491,38 +566,60 @@ static void rseq_slice_unhook_tp(struct tracepoint *tp, void *probe, const char 
 		pr_err("cannot remove the %s probe (%d)\n", what, ret);
 }
 
-static void rseq_slice_disarm(void)
-{
-	lockdep_assert_held(&rseq_slice_hooks_mutex);
-	/* No new grants from here on... */
-	rseq_slice_unhook(&rseq_slice_schedule_ops, "schedule()");
-	/* ...end the running ones, on their CPUs... */
-	rseq_slice_grant_end_all();
-	/* ...then the hooks that only act on a grant can go. */
-	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
-	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
-	rseq_slice_switch_disarm();
-	rseq_slice_armed = false;
-}
-
-/*
- * Grants need the hooks that end them: register those first. schedule()
- * is where another live patch or IPMODIFY ftrace user (a livepatch of
- * schedule(), another module like this one) collides: ftrace refuses a
- * second one with EBUSY, which ENABLE reports as ETXTBSY (the kernel text
- * is busy) so that it is not mistaken for "enabled with another word".
- */
-static int rseq_slice_arm(void)
+#if RSEQ_SLICE_ONE_OPS
+/* Hooks mutex held: the three hooks' one ops (see rseq_slice_hot_hook()). */
+static int rseq_slice_hot_register(void)
 {
 	int ret;
 
-	lockdep_assert_held(&rseq_slice_hooks_mutex);
-	ret = rseq_slice_switch_arm();
+	/* Off while the sites are patched (set by a left-behind ops, say). */
+	WRITE_ONCE(rseq_slice_granting, false);
+	ret = register_ftrace_function(&rseq_slice_hot_ops);
 	if (ret)
-		return ret;
+		return ret == -EBUSY ? -ETXTBSY : ret;
+	/* Every call site patched: what ends a grant is in place. */
+	WRITE_ONCE(rseq_slice_granting, true);
+	return 0;
+}
+
+static void rseq_slice_hot_stop_granting(void)
+{
+	WRITE_ONCE(rseq_slice_granting, false);
+	/*
+	 * A schedule() callback that read it set has returned: the list
+	 * function runs callbacks with preemption disabled, which
+	 * synchronize_rcu() waits for.
+	 */
+	synchronize_rcu();
+}
+
+/*
+ * The ops is named for schedule(), whose hook it is first. If it stays
+ * (rseq_slice_unhook()), grants are off for good and the schedule() hook
+ * left behind only denies, as on other kernels.
+ */
+static void rseq_slice_hot_unhook(void)
+{
+	rseq_slice_unhook(&rseq_slice_hot_ops, "schedule()");
+	if (rseq_slice_stuck)
+		WRITE_ONCE(rseq_slice_granting, true);
+}
+#else
+/*
+ * Hooks mutex held. Grants need the hooks that end them: those are
+ * registered first. schedule() is where another live patch or IPMODIFY
+ * ftrace user (a livepatch of schedule(), another module like this one)
+ * collides: ftrace refuses a second one with EBUSY, which ENABLE reports
+ * as ETXTBSY (the kernel text is busy) so that it is not mistaken for
+ * "enabled with another word".
+ */
+static int rseq_slice_hot_register(void)
+{
+	int ret;
+
 	ret = register_ftrace_function(&rseq_slice_syscall_ops);
 	if (ret)
-		goto unhook_switch;
+		return ret;
 	ret = register_ftrace_function(&rseq_slice_signal_ops);
 	if (ret)
 		goto unhook_syscall;
@@ -531,17 +628,56 @@ static int rseq_slice_arm(void)
 		ret = -ETXTBSY;
 	if (ret)
 		goto unhook_signal;
-	rseq_slice_armed = true;
 	return 0;
 
 unhook_signal:
 	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
 unhook_syscall:
 	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
-unhook_switch:
-	rseq_slice_switch_disarm();
-	pr_err("cannot register hooks: %d\n", ret);
 	return ret;
+}
+
+static void rseq_slice_hot_stop_granting(void)
+{
+	rseq_slice_unhook(&rseq_slice_schedule_ops, "schedule()");
+}
+
+static void rseq_slice_hot_unhook(void)
+{
+	rseq_slice_unhook(&rseq_slice_signal_ops, "signal delivery");
+	rseq_slice_unhook(&rseq_slice_syscall_ops, "system call entry");
+}
+#endif
+
+static void rseq_slice_disarm(void)
+{
+	lockdep_assert_held(&rseq_slice_hooks_mutex);
+	/* No new grants from here on... */
+	rseq_slice_hot_stop_granting();
+	/* ...end the running ones, on their CPUs... */
+	rseq_slice_grant_end_all();
+	/* ...then the hooks that only act on a grant can go. */
+	rseq_slice_hot_unhook();
+	rseq_slice_switch_disarm();
+	rseq_slice_armed = false;
+}
+
+static int rseq_slice_arm(void)
+{
+	int ret;
+
+	lockdep_assert_held(&rseq_slice_hooks_mutex);
+	ret = rseq_slice_switch_arm();
+	if (ret)
+		return ret;
+	ret = rseq_slice_hot_register();
+	if (ret) {
+		rseq_slice_switch_disarm();
+		pr_err("cannot register hooks: %d\n", ret);
+		return ret;
+	}
+	rseq_slice_armed = true;
+	return 0;
 }
 
 /* Hooks mutex held: register or remove the yield's hook as the state asks. */
@@ -777,7 +913,7 @@ static const char * const rseq_slice_yield_names[] = { RSEQ_SLICE_YIELD_STUB_NAM
 
 static int rseq_slice_set_syscall_filter(void)
 {
-	return rseq_slice_set_filter_all(&rseq_slice_syscall_ops, rseq_slice_syscall_names);
+	return rseq_slice_set_filter_all(rseq_slice_syscall_filter, rseq_slice_syscall_names);
 }
 
 static int rseq_slice_find_yield_filter(void)
@@ -792,7 +928,7 @@ static int rseq_slice_set_syscall_filter(void)
 		"syscall_trace_enter", "syscall_trace_enter.constprop.0", NULL
 	};
 
-	return rseq_slice_set_filter(&rseq_slice_syscall_ops, syscall_names);
+	return rseq_slice_set_filter(rseq_slice_syscall_filter, syscall_names);
 }
 
 #ifdef RSEQ_SLICE_YIELD_STUB_FIND
@@ -871,16 +1007,17 @@ int rseq_slice_hooks_init(const struct file_operations *fops)
 	if (ret)
 		return ret;
 
-	ret = rseq_slice_set_filter(&rseq_slice_schedule_ops, schedule_names);
+	ret = rseq_slice_set_filter(rseq_slice_schedule_filter, schedule_names);
 	if (ret)
 		goto free_filters;
 	ret = rseq_slice_set_syscall_filter();
 	if (ret)
 		goto free_filters;
 	rseq_slice_set_yield_filter();
-	ret = rseq_slice_set_filter(&rseq_slice_signal_ops, signal_names);
+	ret = rseq_slice_set_filter(rseq_slice_signal_filter, signal_names);
 	if (ret)
 		goto free_filters;
+	rseq_slice_hot_init();
 
 	ret = tracepoint_probe_register(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	if (ret)
@@ -898,9 +1035,7 @@ unhook_exit:
 	tracepoint_probe_unregister(rseq_slice_tp_exit, rseq_slice_exit_probe, NULL);
 	tracepoint_synchronize_unregister();
 free_filters:
-	ftrace_free_filter(&rseq_slice_schedule_ops);
-	ftrace_free_filter(&rseq_slice_syscall_ops);
-	ftrace_free_filter(&rseq_slice_signal_ops);
+	rseq_slice_hot_free_filters();
 	ftrace_free_filter(&rseq_slice_yield_ops);
 	pr_err("cannot set up hooks: %d\n", ret);
 	return ret;
@@ -936,8 +1071,6 @@ void rseq_slice_hooks_exit(void)
 	tracepoint_synchronize_unregister();
 	cancel_delayed_work_sync(&rseq_slice_sync_work);
 
-	ftrace_free_filter(&rseq_slice_schedule_ops);
-	ftrace_free_filter(&rseq_slice_syscall_ops);
-	ftrace_free_filter(&rseq_slice_signal_ops);
+	rseq_slice_hot_free_filters();
 	ftrace_free_filter(&rseq_slice_yield_ops);
 }

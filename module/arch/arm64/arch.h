@@ -85,6 +85,19 @@
 #define RSEQ_SLICE_SIGNAL_FUNC		"get_signal"
 
 /*
+ * How ftrace calls a module's hooks: through per-call-site ops
+ * (DYNAMIC_FTRACE_WITH_CALL_OPS, 6.2 on) each one directly; before that
+ * (6.1) every patched site calls ftrace_ops_list_func(), which tests every
+ * registered ops's filter on every call of every hooked function, so
+ * there the hooks armed together are one ops (hooks.c).
+ */
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS
+#define RSEQ_SLICE_ONE_OPS		0
+#else
+#define RSEQ_SLICE_ONE_OPS		1
+#endif
+
+/*
  * Merged upstream's rseq_slice_yield() (471, also for AArch32 tasks, as
  * in 7.2's arm and arm64 compat tables): on 6.1 and 6.12 a number past
  * the end of both tables, which invoke_syscall() answers through

@@ -55,6 +55,9 @@
 /* Signal delivery on the way to user space, hooked at its entry. */
 #define RSEQ_SLICE_SIGNAL_FUNC		"arch_do_signal_or_restart"
 
+/* Each ftrace ops has a trampoline of its own: one ops per hook. */
+#define RSEQ_SLICE_ONE_OPS		0
+
 /*
  * How merged upstream's rseq_slice_yield() is answered (hooks.c): on 6.x
  * by fixing the -ENOSYS result of system call 471 on the way out

@@ -95,7 +95,7 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_reg
 		rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
 		return false;
 	}
-	st = rseq_slice_task_find(current);
+	st = rseq_slice_task_current();
 	if (likely(!st) || !rseq_slice_word_requested(&st->w))
 		return false;
 	/*
@@ -113,6 +113,25 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_reg
 	if (kind != RSEQ_SLICE_EXIT_IRQ)
 		return false;
 	return rseq_slice_grant_try(&st->w);
+}
+
+/*
+ * A registered thread's call of schedule() from an exit path: is there
+ * anything to do? Only if it holds this CPU's grant (a second reschedule
+ * revokes it) or asks for one; every other call, the reschedule a yield
+ * asked for on its way out among them, needs neither the recursion lock
+ * nor the caller's box. Preemption as the caller has it: only a holder
+ * can match itself in whatever CPU's holder this reads (it cannot move
+ * while it holds), and the registration is current's own.
+ */
+static __always_inline bool rseq_slice_exit_wanted(void)
+{
+	struct rseq_slice_task *st;
+
+	if (unlikely(rseq_slice_grant_holder() == current))
+		return true;
+	st = rseq_slice_task_current();
+	return st && rseq_slice_word_requested(&st->w);
 }
 
 /*
@@ -154,7 +173,7 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 	/* Every thread not registered: one load and compare. */
 	if (likely(!rseq_slice_switch_linked(current)))
 		return;
-	if (unlikely(rseq_slice_exit_maybe(parent_ip)))
+	if (unlikely(rseq_slice_exit_maybe(parent_ip)) && rseq_slice_exit_wanted())
 		rseq_slice_schedule_exit(ip, parent_ip, fregs);
 }
 
@@ -270,20 +289,18 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 {
 	struct pt_regs *regs = task_pt_regs(current);
 	struct rseq_slice_task *st;
-	int bit;
 
 	/* Every system call in the system: two compares. */
 	if (likely(regs->orig_ax != RSEQ_SLICE_NR_YIELD) || regs->ax != (unsigned long)-ENOSYS)
 		return;
-	/* Disables preemption: an RCU-sched read side for the lookup. */
-	bit = ftrace_test_recursion_trylock(ip, parent_ip);
-	if (bit < 0)
-		return;
-	st = rseq_slice_task_find(current);
-	/* Only this thread writes its yield flag. */
+	/*
+	 * Current's own registration and yield flag, which only this thread
+	 * changes: no lock, preemptible or not. Nothing here is traced by
+	 * this hook's ops, so there is no recursion to guard against.
+	 */
+	st = rseq_slice_task_current();
 	if (st && st->w.merged && !rseq_slice_task_area_moved(st))
 		regs->ax = rseq_slice_grant_yielded(&st->w);
-	ftrace_test_recursion_unlock(bit);
 }
 
 static struct ftrace_ops rseq_slice_yield_ops = {
@@ -327,21 +344,16 @@ static void notrace rseq_slice_yield_hook(unsigned long ip, unsigned long parent
 					  struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
 	struct rseq_slice_task *st;
-	int bit;
 
 	/* arm64's sys_ni_syscall() answers every unimplemented number. */
 	if (!rseq_slice_yield_stub_call())
 		return;
-	/* Disables preemption: an RCU-sched read side for the lookup. */
-	bit = ftrace_test_recursion_trylock(ip, parent_ip);
-	if (bit < 0)
-		return;
-	st = rseq_slice_task_find(current);
+	/* Current's own registration and flag: no lock (as above). */
+	st = rseq_slice_task_current();
 	if (st && st->w.merged && !rseq_slice_task_area_moved(st))
 		rseq_slice_fregs_set_ip(fregs, rseq_slice_grant_yielded(&st->w) ?
 					(unsigned long)rseq_slice_sys_yielded :
 					(unsigned long)rseq_slice_sys_not_yielded);
-	ftrace_test_recursion_unlock(bit);
 }
 
 /* Only the ip is changed: full registers only where needed, as for schedule(). */

@@ -259,7 +259,31 @@ struct rseq_slice_task {
 };
 
 struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task);
+
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+extern struct preempt_ops rseq_slice_switch_ops;
+
+/*
+ * Current's registration, or NULL: the one whose notifier is linked in
+ * current's own list (switch.c). Only current changes that list (unload
+ * too, but only once no caller is left), and only current frees its
+ * registration, so any context of current may walk it, preemptible or
+ * not, with no lock and no RCU section: no hash lookup on the paths of a
+ * grant. A KVM vCPU thread's list also holds KVM's notifier.
+ */
+static __always_inline struct rseq_slice_task *rseq_slice_task_current(void)
+{
+	struct preempt_notifier *pn;
+
+	hlist_for_each_entry(pn, &current->preempt_notifiers, link) {
+		if (pn->ops == &rseq_slice_switch_ops)
+			return container_of(pn, struct rseq_slice_task, pn);
+	}
+	return NULL;
+}
+#else
 struct rseq_slice_task *rseq_slice_task_current(void);
+#endif
 /* offsetof(struct rseq, slice_ctrl) in merged upstream's struct rseq. */
 #define RSEQ_SLICE_CTRL_OFFSET		28
 

@@ -67,7 +67,8 @@ static void notrace rseq_slice_sched_in(struct preempt_notifier *pn, int cpu)
 {
 }
 
-static struct preempt_ops rseq_slice_switch_ops = {
+/* Also tells a registration's notifier from KVM's (rseq_slice_task_current()). */
+struct preempt_ops rseq_slice_switch_ops = {
 	.sched_in = rseq_slice_sched_in,
 	.sched_out = rseq_slice_sched_out,
 };

@@ -83,13 +83,15 @@ struct rseq_slice_task *rseq_slice_task_find(struct task_struct *task)
 	return NULL;
 }
 
+#ifndef CONFIG_PREEMPT_NOTIFIERS
 /*
- * Current's registration, or NULL. Process context of current: only the
- * thread itself removes its entry (or unload, once no caller is left), so
- * the pointer stays valid after the lookup's RCU section. The section is
- * an RCU-sched one, which kfree_rcu() waits for as for any other: on
- * Debian's preemptible-RCU kernels rcu_read_lock() and rcu_read_unlock()
- * are two calls, on the path of every v1 yield.
+ * Current's registration, or NULL, where no notifier list tells it
+ * (rseq_slice.h). Any context of current: only the thread itself removes
+ * its entry (or unload, once no caller is left), so the pointer stays
+ * valid after the lookup's RCU section. The section is an RCU-sched one,
+ * which kfree_rcu() waits for as for any other: on Debian's
+ * preemptible-RCU kernels rcu_read_lock() and rcu_read_unlock() are two
+ * calls, on the path of every v1 yield.
  */
 struct rseq_slice_task *rseq_slice_task_current(void)
 {
@@ -100,6 +102,7 @@ struct rseq_slice_task *rseq_slice_task_current(void)
 	rcu_read_unlock_sched();
 	return st;
 }
+#endif
 
 /*
  * The page is charged to the user's RLIMIT_MEMLOCK count, as io_uring and
@@ -450,7 +453,7 @@ static void rseq_slice_kill_fn(struct callback_head *kill)
  */
 bool rseq_slice_task_kill_current(void)
 {
-	struct rseq_slice_task *st = rseq_slice_task_find(current);
+	struct rseq_slice_task *st = rseq_slice_task_current();
 	struct callback_head *kill;
 
 	lockdep_assert_preemption_disabled();

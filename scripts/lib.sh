@@ -1186,8 +1186,8 @@ rs_build_insn_plugin() {
 RS_ROOTFS_SUITE=bookworm
 # The real programs of scripts/bench --programs and scripts/test --programs
 # (selftests/bench/programs.sh): sysbench, RocksDB's cache_bench,
-# memcached and memaslap (memcaslap, with memcping).
-RS_PROGRAMS_PKGS="sysbench rocksdb-tools memcached libmemcached-tools"
+# memcached and memaslap (memcaslap, with memcping), git (git grep).
+RS_PROGRAMS_PKGS="sysbench rocksdb-tools memcached libmemcached-tools git"
 # The command rseq-slice (tools/rseq-slice) in that guest, and its plot
 # (selftests/bench/ab_test.sh, in scripts/test's programs lane).
 RS_AB_PKGS="python3 gnuplot-nox"

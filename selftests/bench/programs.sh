@@ -6,8 +6,9 @@
 # (RS_PROGRAMS_PKGS in scripts/lib.sh): sysbench's mutex and threads
 # tests, RocksDB's cache_bench (one LRU shard) and db_bench (fillrandom:
 # every write through the DB's mutex and its write group), memcached under
-# memaslap (memcaslap) on loopback. Every program runs 8 threads, more
-# than the guest has vCPUs.
+# memaslap (memcaslap) on loopback, git grep over a revision (8 threads
+# that take git's object-reading mutex for every object they read). Every
+# program runs 8 threads, more than the guest has vCPUs.
 #   programs.sh [-r REPS] [-s SECS] [PROG...]
 #       the A/B of scripts/bench --programs: per program, REPS rounds
 #       (default 3) of three arms in one boot, the arms' order rotating
@@ -34,7 +35,7 @@ RS_PARAMS=
 [ -f /rs/run.conf ] && . /rs/run.conf
 T=/sys/kernel/debug/tracing
 STATS=/sys/kernel/debug/rseq_slice/stats
-ALL="sysbench-mutex sysbench-threads cache-bench db-bench memcached"
+ALL="sysbench-mutex sysbench-threads cache-bench db-bench memcached git-grep"
 
 test=0
 reps=3
@@ -115,6 +116,46 @@ memcached_run() {
 	return $lrc
 }
 
+# git grep with 8 threads over a commit of Perl's library (perl-modules,
+# which git depends on: 1195 files, real text): each thread takes git's
+# object-reading mutex (obj_read_lock()) for every blob it reads and
+# lets go of it only to inflate, so the threads queue on that mutex. Runs
+# the grep again and again for SECS; prints each run's time and the
+# count. The repository is made once per boot, outside the timing.
+GIT_REPO=/tmp/rs-git
+git_setup() {
+	[ -d $GIT_REPO/.git ] && return 0
+	rm -rf $GIT_REPO
+	mkdir -p $GIT_REPO || return 1
+	cp -r /usr/share/perl/5.36/. $GIT_REPO/ || return 1
+	(cd $GIT_REPO && git init -q && git add -A &&
+		git -c user.email=rs@localhost -c user.name=rs commit -qm perl &&
+		git gc -q) >/tmp/git-setup.out 2>&1 || { cat /tmp/git-setup.out; return 1; }
+}
+git_grep_run() {
+	git_setup || { echo "# git repository setup failed"; return 1; }
+	t_end=$(($(date +%s) + secs))
+	runs=0
+	while :; do
+		g0=$(date +%s%N)
+		# shellcheck disable=SC2086 # ENV: NAME=VALUE words
+		env $ENV git -C $GIT_REPO grep --threads=$threads -c -e sub HEAD >/tmp/git-grep.out 2>&1
+		grc=$?
+		g1=$(date +%s%N)
+		if [ $grc != 0 ]; then
+			cat /tmp/git-grep.out
+			echo "# git grep exited $grc"
+			return $grc
+		fi
+		runs=$((runs + 1))
+		echo "git-grep run $runs: $(((g1 - g0) / 1000)) us, $(grep -c "^HEAD:" /tmp/git-grep.out) files"
+		[ "$(date +%s)" -ge $t_end ] && break
+	done
+	# The interposer's summary, from the last run.
+	grep '^rseq_slice_preload: ' /tmp/git-grep.out
+	echo "git-grep: $runs runs"
+}
+
 # prog NAME: runs program NAME with ENV (NAME=VALUE words) in its
 # environment.
 prog() {
@@ -144,6 +185,7 @@ prog() {
 		rm -rf /tmp/rs-db
 		return $dbrc ;;
 	memcached) memcached_run ;;
+	git-grep) git_grep_run ;;
 	*) echo "# no program $1"; return 2 ;;
 	esac
 }
@@ -232,6 +274,7 @@ for p in $progs; do
 		cache-bench) res='Rough parallel ops/sec' ;;
 		db-bench) res='^fillrandom .* ops/sec' ;;
 		memcached) res='^Run time: .* TPS: ' ;;
+		git-grep) res='^git-grep: [1-9][0-9]* runs' ;;
 		esac
 		sum=$(grep '^rseq_slice_preload: ' /tmp/prog.out | grep -v 'sections=0 ' | head -n1)
 		if [ $rc != 0 ]; then
@@ -243,7 +286,7 @@ for p in $progs; do
 		elif ! echo "$sum" | grep -q " backend=$want "; then
 			why="interposer backend is not $want"
 		fi
-		sed 's/^/# /' /tmp/prog.out | grep -E '^# (rseq_slice_preload:|    total number|Complete in|Run time:|#)'
+		sed 's/^/# /' /tmp/prog.out | grep -E '^# (rseq_slice_preload:|    total number|Complete in|Run time:|git-grep:|#)'
 		if [ -z "$why" ]; then
 			echo "ok $n - $p under the interposer, $arm ($(echo "$sum" | sed 's/^rseq_slice_preload: //'))"
 		else

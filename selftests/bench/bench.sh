@@ -111,11 +111,34 @@ loaded && echo $grant >/sys/module/rseq_slice/parameters/grant_ns
 # 3% (so do boots): each round starts its arms at another offset into the
 # tick, and the report takes the rounds' mean.
 lock_arms() {
+	held_runs "$@"
 	r=1
 	while [ $r -le $rounds ]; do
 		lock_round "$@"
 		r=$((r + 1))
 	done
+}
+# The arms' own counters (the module's, or upstream's RSEQ_STATS: the
+# same names) around a timed run: how its grants ended, at the cost of a
+# per-CPU increment, which every implementation pays alike.
+stats_of() {
+	case $1 in
+	upstream) cat /sys/kernel/debug/rseq/stats ;;
+	*) cat /sys/kernel/debug/rseq_slice/stats ;;
+	esac
+}
+ends_report() {
+	awk -v what="$1" -v r="$2" '
+	FNR == NR { b[$1] = $2; next }
+	{ a[$1] = $2 }
+	END {
+		printf "{\"bench\":\"ends\",\"run\":\"%s\",\"round\":%d", what, r
+		n = split("sgrant: syield: srevok: sexpir: sabort: skill: sdeny:", k, " ")
+		for (i = 1; i <= n; i++)
+			if (k[i] in a)
+				printf ",\"%s\":%d", substr(k[i], 1, length(k[i]) - 1), a[k[i]] - b[k[i]]
+		printf "}\n"
+	}' /tmp/stats.before /tmp/stats.after
 }
 lock_round() {
 	for cs in $css; do
@@ -129,14 +152,42 @@ lock_round() {
 				merged) load; m=upstream ;;
 				upstream) m=upstream ;;
 				esac
-				case $arm in extension | merged) trace_on ;; esac
+				case $arm in extension | merged | upstream) stats_of $arm >/tmp/stats.before ;; esac
 				if ./lockbench -a "$arm" -m $m -l "$l" -t $threads -n $noise \
 					-c "$cs" -d $secs >/tmp/lockbench.out; then
 					sed "s/^{/{\"round\":$r,/" /tmp/lockbench.out
 				else
 					echo "# lockbench $arm failed"
 				fi
-				case $arm in extension | merged) trace_off_report "$l-$cs-$arm" ;; esac
+				case $arm in
+				extension | merged | upstream)
+					stats_of $arm >/tmp/stats.after
+					ends_report "$l-$cs-$arm" $r ;;
+				esac
+			done
+		done
+	done
+}
+# How long the module's grants were held, from its trace events: one
+# more run of each module arm before the timed rounds, its figures not
+# kept. Not in the timed runs: an event costs hundreds of instructions
+# inside the held section (the grant's own event comes in the interrupt
+# that grants), which upstream's arms, without events, do not pay.
+# Before them, because the first use of an ABI in a boot arms its hooks
+# (the merged ABI's first prctl() halved that arm's first round).
+held_runs() {
+	for cs in $css; do
+		for l in $locks; do
+			for arm in "$@"; do
+				case $arm in
+				extension) load; m=module ;;
+				merged) load; m=upstream ;;
+				*) continue ;;
+				esac
+				trace_on
+				./lockbench -a "$arm" -m $m -l "$l" -t $threads -n $noise \
+					-c "$cs" -d $secs >/dev/null || echo "# lockbench $arm (traced) failed"
+				trace_off_report "$l-$cs-$arm"
 			done
 		done
 	done

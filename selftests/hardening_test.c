@@ -637,7 +637,8 @@ TEST_F_TIMEOUT(switchout, blocking_page_fault_ends_grant, 420)
 	 * there.
 	 */
 	if (slow && !at_switch && !ran_on)
-		SKIP(return, "no grant was live when the fault slept (slow kernel)");
+		SKIP(return, "no grant was live when the fault slept (%s kernel)",
+		     getenv("RSEQ_SLICE_SLOW_FAULTS") ? "an RT" : "a slow");
 	EXPECT_LE(want, at_switch + ran_on);
 }
 

@@ -48,6 +48,25 @@ def merge_rounds(locks):
     return merged
 
 
+def merge_ends(rs):
+    # bench.sh's "ends" records (an implementation's grant counters around
+    # a timed run) summed per run name over the rounds: {run: {counter:
+    # sum, "rounds": n}}. Records without a counter (a kernel without
+    # RSEQ_STATS) are left out.
+    by = {}
+    for r in rs:
+        if r.get("bench") != "ends":
+            continue
+        counts = {k: v for k, v in r.items() if k not in ("bench", "run", "round")}
+        if not counts:
+            continue
+        m = by.setdefault(r["run"], {"rounds": 0})
+        m["rounds"] += 1
+        for k, v in counts.items():
+            m[k] = m.get(k, 0) + v
+    return by
+
+
 def merge_held(rs):
     # The rounds' histograms of one run name, summed.
     by = {}

@@ -39,6 +39,35 @@
 #endif
 
 /*
+ * An ftrace direct call on the functions in @ops's filter: the "_multi"
+ * calls of 6.1 took the names of the single-function ones in 6.6, and
+ * unregistering no longer frees the filter unless asked (hooks.c frees
+ * the filters at unload). Only the version tells.
+ */
+#if LINUX_VERSION_MAJOR == 6 && LINUX_VERSION_PATCHLEVEL < 6
+static inline int rseq_slice_register_direct(struct ftrace_ops *ops, unsigned long addr)
+{
+	int ret = register_ftrace_direct_multi(ops, addr);
+
+	/*
+	 * 6.1 leaves the ops's callback set when ftrace refuses it (another
+	 * IPMODIFY user of the function: EBUSY), which would refuse every
+	 * later try with EINVAL; its unregister clears the same two fields.
+	 */
+	if (ret) {
+		ops->func = NULL;
+		ops->trampoline = 0;
+	}
+	return ret;
+}
+
+#define rseq_slice_unregister_direct(ops, addr)	unregister_ftrace_direct_multi(ops, addr)
+#else
+#define rseq_slice_register_direct(ops, addr)	register_ftrace_direct(ops, addr)
+#define rseq_slice_unregister_direct(ops, addr)	unregister_ftrace_direct(ops, addr, false)
+#endif
+
+/*
  * Hooks that read the hooked function's arguments and may change its ip:
  * from saved registers where the kernel can save them all (x86-64; arm64
  * on 6.1), else (arm64 on 6.12, which has no DYNAMIC_FTRACE_WITH_REGS)

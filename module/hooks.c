@@ -2,11 +2,14 @@
 /*
  * Where the module hooks into the kernel.
  *
- * - schedule(), by ftrace with IPMODIFY: the exit-to-user loop's call to
- *   it is where a reschedule is about to happen on the way back to user
- *   space; a grant there redirects the call to an empty function, the way
- *   livepatch redirects a patched function. Every other caller is let
- *   through after two compares.
+ * - schedule(), by an ftrace direct call to a trampoline of the module's
+ *   own (arch/ARCH/schedule.S; on arm64's 6.1, which has no direct calls,
+ *   by ftrace with IPMODIFY): the exit-to-user loop's call to it is where
+ *   a reschedule is about to happen on the way back to user space; a
+ *   grant there returns to the caller at once (6.1-arm64: redirects the
+ *   call to an empty function, the way livepatch redirects a patched
+ *   function). Every thread that is not registered is let through after
+ *   one compare.
  * - syscall_trace_enter(), by ftrace: reached only by threads with syscall
  *   work set, which a grant sets for its holder. 7.2 inlines it into the
  *   (noinstr) system call entry: there the hook is on its out-of-line
@@ -69,20 +72,12 @@ static struct tracepoint *rseq_slice_tp_exit;
 static struct tracepoint *rseq_slice_tp_exec;
 
 /*
- * What a skipped schedule() runs instead: the ftrace trampoline returns
- * here and this returns straight to the exit loop, which then rereads
- * the thread's flags with interrupts disabled.
- */
-static noinline void notrace rseq_slice_schedule_skipped(void)
-{
-}
-
-/*
  * The exit-to-user loop is about to call schedule() for current (@kind
- * says which return path it serves). Preemption disabled, interrupts
- * enabled (arm64's 6.1: disabled). Returns true if current got a grant: schedule() is skipped.
+ * says which return path it serves, @f where schedule() was entered).
+ * Preemption disabled, interrupts enabled (arm64's 6.1: disabled).
+ * Returns true if current got a grant: schedule() is skipped.
  */
-static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_regs *fregs)
+static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, const struct rseq_slice_frame *f)
 {
 	struct rseq_slice_task *st;
 
@@ -107,7 +102,7 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, struct ftrace_reg
 		return false;
 	}
 	/* Grants are given on the return from interrupts only. */
-	kind = rseq_slice_exit_resolve(kind, fregs);
+	kind = rseq_slice_exit_resolve(kind, f);
 	if (unlikely(kind == RSEQ_SLICE_EXIT_UNRESOLVED))
 		rseq_slice_grant_count_unresolved();
 	if (kind != RSEQ_SLICE_EXIT_IRQ)
@@ -137,22 +132,82 @@ static __always_inline bool rseq_slice_exit_wanted(void)
 /*
  * The schedule() hook's work for a caller in an exit path's box: under
  * this hook's own recursion lock, which also disables preemption (the
- * per-CPU grant stays this CPU's). Out of line, so that the hook's test
- * for every other caller needs no stack frame.
+ * per-CPU grant stays this CPU's). Returns true if schedule() is to be
+ * skipped.
  */
-static noinline void notrace rseq_slice_schedule_exit(unsigned long ip, unsigned long parent_ip,
-						      struct ftrace_regs *fregs)
+static bool notrace rseq_slice_schedule_exit(unsigned long ip, unsigned long parent_ip,
+					     const struct rseq_slice_frame *f)
 {
 	enum rseq_slice_exit kind;
+	bool skip = false;
 	int bit;
 
 	bit = ftrace_test_recursion_trylock(ip, parent_ip);
 	if (bit < 0)
-		return;
+		return false;
 	kind = rseq_slice_exit_caller(parent_ip);
-	if (kind != RSEQ_SLICE_EXIT_OTHER && rseq_slice_exit_to_user(kind, fregs))
-		rseq_slice_fregs_set_ip(fregs, (unsigned long)rseq_slice_schedule_skipped);
+	if (kind != RSEQ_SLICE_EXIT_OTHER)
+		skip = rseq_slice_exit_to_user(kind, f);
 	ftrace_test_recursion_unlock(bit);
+	return skip;
+}
+
+#if RSEQ_SLICE_SCHEDULE_DIRECT
+/*
+ * schedule()'s entry calls the architecture's trampoline (schedule.S),
+ * an ftrace direct call, instead of ftrace's: no registers saved, no ops
+ * called. The trampoline passes the return address to schedule()'s
+ * caller (@parent_ip), the stack pointer at schedule()'s entry (x86-64:
+ * pointing at that return address) and the caller's frame pointer. A true
+ * return makes the trampoline return straight to the caller: schedule()
+ * is skipped, and the exit loop rereads the thread's flags with
+ * interrupts disabled.
+ *
+ * Context as the ops hook's below: any caller, any task, never in
+ * interrupt context. Every thread not registered pays one load and
+ * compare here (its preempt notifiers, switch.c); a registered thread's
+ * other calls the two compares of the boxes.
+ */
+static noinline bool notrace rseq_slice_schedule_direct_exit(unsigned long parent_ip,
+							     unsigned long sp, unsigned long fp)
+{
+	struct rseq_slice_frame f = rseq_slice_direct_frame(sp, fp);
+
+	return rseq_slice_schedule_exit((unsigned long)rseq_slice_schedule_entry, parent_ip, &f);
+}
+
+bool notrace rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp,
+					unsigned long fp)
+{
+	/* Every thread not registered: one load and compare. */
+	if (likely(!rseq_slice_switch_linked(current)))
+		return false;
+	if (likely(!rseq_slice_exit_maybe(parent_ip)) || !rseq_slice_exit_wanted())
+		return false;
+	return rseq_slice_schedule_direct_exit(parent_ip, sp, fp);
+}
+#else
+/*
+ * What a skipped schedule() runs instead: the ftrace trampoline returns
+ * here and this returns straight to the exit loop, which then rereads
+ * the thread's flags with interrupts disabled.
+ */
+static noinline void notrace rseq_slice_schedule_skipped(void)
+{
+}
+
+/*
+ * The ops hook's work for a caller in an exit path's box, out of line, so
+ * that the hook's test for every other caller needs no stack frame.
+ */
+static noinline void notrace rseq_slice_schedule_ops_exit(unsigned long ip,
+							  unsigned long parent_ip,
+							  struct ftrace_regs *fregs)
+{
+	struct rseq_slice_frame f = rseq_slice_fregs_frame(fregs);
+
+	if (rseq_slice_schedule_exit(ip, parent_ip, &f))
+		rseq_slice_fregs_set_ip(fregs, (unsigned long)rseq_slice_schedule_skipped);
 }
 
 /*
@@ -174,8 +229,9 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 	if (likely(!rseq_slice_switch_linked(current)))
 		return;
 	if (unlikely(rseq_slice_exit_maybe(parent_ip)) && rseq_slice_exit_wanted())
-		rseq_slice_schedule_exit(ip, parent_ip, fregs);
+		rseq_slice_schedule_ops_exit(ip, parent_ip, fregs);
 }
+#endif
 
 /*
  * No FTRACE_OPS_FL_SAVE_REGS where the kernel has DYNAMIC_FTRACE_WITH_ARGS
@@ -183,9 +239,11 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
  * registers, ip, sp and the frame pointer (about 25 instructions less on
  * every call of schedule() on x86-64), and still returns to whatever ip
  * the hook sets, as livepatch's own ops rely on. arm64's 6.1 needs them
- * (compat.h).
+ * (compat.h). A direct call's ops has no callback: ftrace sets its flags.
  */
-#if !RSEQ_SLICE_ONE_OPS
+#if RSEQ_SLICE_SCHEDULE_DIRECT
+static struct ftrace_ops rseq_slice_schedule_ops;
+#elif !RSEQ_SLICE_ONE_OPS
 static struct ftrace_ops rseq_slice_schedule_ops = {
 	.func = rseq_slice_schedule_hook,
 	.flags = RSEQ_SLICE_FTRACE_IP_FLAGS,
@@ -468,6 +526,31 @@ static void rseq_slice_hot_free_filters(void)
 }
 #endif
 
+/*
+ * schedule()'s hook is registered as a direct call to the trampoline
+ * where the kernel has them, every other hook as an ops with a callback.
+ * A direct call's ops collides with another IPMODIFY or direct user of
+ * schedule() as an IPMODIFY ops does (EBUSY).
+ */
+#if RSEQ_SLICE_SCHEDULE_DIRECT
+static int rseq_slice_ftrace_register(struct ftrace_ops *ops)
+{
+	if (ops == &rseq_slice_schedule_ops)
+		return rseq_slice_register_direct(ops, (unsigned long)rseq_slice_schedule_entry);
+	return register_ftrace_function(ops);
+}
+
+static int rseq_slice_ftrace_unregister(struct ftrace_ops *ops)
+{
+	if (ops == &rseq_slice_schedule_ops)
+		return rseq_slice_unregister_direct(ops, (unsigned long)rseq_slice_schedule_entry);
+	return unregister_ftrace_function(ops);
+}
+#else
+#define rseq_slice_ftrace_register(ops)		register_ftrace_function(ops)
+#define rseq_slice_ftrace_unregister(ops)	unregister_ftrace_function(ops)
+#endif
+
 static void rseq_slice_hooks_release(void);
 
 /* sched_process_exit: the exiting thread itself, preemption disabled. */
@@ -516,7 +599,7 @@ void rseq_slice_hooks_inject_release(void)
 	mutex_lock(&rseq_slice_hooks_mutex);
 	for (i = 0; i < ARRAY_SIZE(rseq_slice_inject_kept); i++) {
 		if (rseq_slice_inject_kept[i])
-			unregister_ftrace_function(rseq_slice_inject_kept[i]);
+			rseq_slice_ftrace_unregister(rseq_slice_inject_kept[i]);
 		rseq_slice_inject_kept[i] = NULL;
 	}
 	if (rseq_slice_stuck)
@@ -530,13 +613,13 @@ static inline void rseq_slice_inject_keep(struct ftrace_ops *ops, bool keep)
 }
 #endif
 
-/* unregister_ftrace_function(), or an injected refusal that keeps @ops. */
+/* Unregister @ops, or an injected refusal that keeps it. */
 static int rseq_slice_unregister(struct ftrace_ops *ops)
 {
 	bool refuse = rseq_slice_inject_take(RSEQ_SLICE_INJECT_UNHOOK);
 
 	rseq_slice_inject_keep(ops, refuse);
-	return refuse ? -EBUSY : unregister_ftrace_function(ops);
+	return refuse ? -EBUSY : rseq_slice_ftrace_unregister(ops);
 }
 
 /*
@@ -635,7 +718,7 @@ static int rseq_slice_hot_register(void)
 	ret = register_ftrace_function(&rseq_slice_signal_ops);
 	if (ret)
 		goto unhook_syscall;
-	ret = register_ftrace_function(&rseq_slice_schedule_ops);
+	ret = rseq_slice_ftrace_register(&rseq_slice_schedule_ops);
 	if (ret == -EBUSY)
 		ret = -ETXTBSY;
 	if (ret)

@@ -132,8 +132,9 @@ static __always_inline bool rseq_slice_exit_maybe(unsigned long parent_ip)
 	       rseq_slice_in_box(parent_ip, &rseq_slice_exit_boxes[1]);
 }
 
-struct ftrace_regs;
-enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs);
+/* schedule()'s entry, as arch/ARCH/arch.h has it. */
+struct rseq_slice_frame;
+enum rseq_slice_exit rseq_slice_exit_unwind(const struct rseq_slice_frame *f);
 
 /*
  * The return path @kind names, or for a caller that serves both (6.1's
@@ -144,9 +145,9 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs);
  * used or not) is set up only where it is needed.
  */
 static inline enum rseq_slice_exit rseq_slice_exit_resolve(enum rseq_slice_exit kind,
-							   struct ftrace_regs *fregs)
+							   const struct rseq_slice_frame *f)
 {
-	return kind == RSEQ_SLICE_EXIT_SHARED ? rseq_slice_exit_unwind(fregs) : kind;
+	return kind == RSEQ_SLICE_EXIT_SHARED ? rseq_slice_exit_unwind(f) : kind;
 }
 
 #ifdef CONFIG_HRTIMER_REARM_DEFERRED

@@ -98,6 +98,45 @@
 #endif
 
 /*
+ * schedule()'s entry, as its hook saw it: the frame pointer, the exit
+ * loop's, whose frame record tells a shared caller's path (exit.c).
+ */
+struct rseq_slice_frame {
+	unsigned long fp;
+};
+
+static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftrace_regs *fregs)
+{
+#ifdef CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS
+	return (struct rseq_slice_frame){ .fp = ftrace_regs_get_frame_pointer(fregs) };
+#else
+	/* 6.1: the schedule() hook saves every register (compat.h). */
+	return (struct rseq_slice_frame){ .fp = ftrace_get_regs(fregs)->regs[29] };
+#endif
+}
+
+/*
+ * schedule()'s hook is an ftrace direct call where the kernel has them
+ * (6.12 and 7.2): ftrace_caller() sees the ops's direct_call at once and
+ * branches to rseq_slice_schedule_entry() (schedule.S) without saving
+ * the ftrace registers or calling an ops, which then calls
+ * rseq_slice_schedule_direct() (hooks.c). 6.1 has none: an ops there.
+ */
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS
+#define RSEQ_SLICE_SCHEDULE_DIRECT	1
+void rseq_slice_schedule_entry(void);
+bool rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp, unsigned long fp);
+
+static __always_inline struct rseq_slice_frame rseq_slice_direct_frame(unsigned long sp,
+								       unsigned long fp)
+{
+	return (struct rseq_slice_frame){ .fp = fp };
+}
+#else
+#define RSEQ_SLICE_SCHEDULE_DIRECT	0
+#endif
+
+/*
  * Merged upstream's rseq_slice_yield() (471, also for AArch32 tasks, as
  * in 7.2's arm and arm64 compat tables): on 6.1 and 6.12 a number past
  * the end of both tables, which invoke_syscall() answers through

@@ -219,17 +219,6 @@ int rseq_slice_exit_layout_check(bool irq, bool shared_or_direct)
 	return 0;
 }
 
-/* The frame pointer at schedule()'s entry: the exit loop's. */
-static __always_inline unsigned long rseq_slice_fregs_fp(struct ftrace_regs *fregs)
-{
-#ifdef CONFIG_HAVE_DYNAMIC_FTRACE_WITH_ARGS
-	return ftrace_regs_get_frame_pointer(fregs);
-#else
-	/* 6.1: the schedule() hook saves every register (compat.h). */
-	return ftrace_get_regs(fregs)->regs[29];
-#endif
-}
-
 /* A return address with its pointer authentication code removed. */
 static __always_inline unsigned long rseq_slice_strip_pac(unsigned long addr)
 {
@@ -248,9 +237,9 @@ static __always_inline unsigned long rseq_slice_strip_pac(unsigned long addr)
  * pointer outside the stack (which a kernel built with frame pointers
  * never gives here) grants nothing.
  */
-enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
+enum rseq_slice_exit rseq_slice_exit_unwind(const struct rseq_slice_frame *f)
 {
-	unsigned long fp = rseq_slice_fregs_fp(fregs);
+	unsigned long fp = f->fp;
 	unsigned long stack = (unsigned long)task_stack_page(current);
 	unsigned long ret;
 	unsigned int i;

@@ -27,6 +27,58 @@
 #endif
 
 /*
+ * schedule()'s entry, as its hook saw it: what the unwinder needs to tell
+ * a shared caller's path (exit.c). @ip is in schedule() before its
+ * prologue, @sp points at the return address into schedule()'s caller,
+ * @bp is the caller's.
+ */
+struct rseq_slice_frame {
+	unsigned long ip;
+	unsigned long sp;
+	unsigned long bp;
+};
+
+static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftrace_regs *fregs)
+{
+	const struct pt_regs *regs = rseq_slice_fregs_pt_regs(fregs);
+
+	return (struct rseq_slice_frame){ .ip = regs->ip, .sp = regs->sp, .bp = regs->bp };
+}
+
+/*
+ * schedule()'s hook is an ftrace direct call (every x86-64 kernel here
+ * has them): its entry calls rseq_slice_schedule_entry() (schedule.S),
+ * which saves nothing (schedule() takes no arguments) and calls
+ * rseq_slice_schedule_direct() (hooks.c). Through ftrace's trampoline
+ * instead, every schedule() of every thread paid about 34 instructions
+ * more for the registers it saves and restores and the ops it calls.
+ */
+#ifdef CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS
+#define RSEQ_SLICE_SCHEDULE_DIRECT	1
+void rseq_slice_schedule_entry(void);
+bool rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp, unsigned long fp);
+
+/*
+ * The trampoline's @sp points at the return address into schedule()'s
+ * caller, as ftrace's saved sp does; the return into schedule() is just
+ * below it, on this task's stack (read unchecked by KASAN, as the
+ * unwinder reads it). Any instruction before schedule()'s prologue
+ * unwinds the same.
+ */
+static __always_inline struct rseq_slice_frame rseq_slice_direct_frame(unsigned long sp,
+								       unsigned long fp)
+{
+	return (struct rseq_slice_frame){
+		.ip = READ_ONCE_NOCHECK(((unsigned long *)sp)[-1]),
+		.sp = sp,
+		.bp = fp,
+	};
+}
+#else
+#define RSEQ_SLICE_SCHEDULE_DIRECT	0
+#endif
+
+/*
  * Linux 7.2 inlined syscall_trace_enter() into the system call entry
  * (noinstr): a holder's system call is seen at the out-of-line pieces of
  * its entry work instead (hooks.c), reached through the

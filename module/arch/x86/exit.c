@@ -161,18 +161,18 @@ static unsigned long rseq_slice_exit_slot;
 
 /*
  * rseq_slice_exit_unwind()'s slow path: walk the frames. The schedule()
- * hook's trampoline saved ip, sp and bp, not every register: the
+ * hook has ip, sp and bp at schedule()'s entry, not every register: the
  * unwinder gets those three, the rest zero, as perf's caller registers
  * give it (perf_arch_fetch_caller_regs()). ORC reads another register
  * only at an entry frame, above the callers looked at. Out of line: its
  * locals are zeroed on entry (automatic variable initialisation).
  */
-static noinline enum rseq_slice_exit rseq_slice_exit_walk(const struct pt_regs *saved)
+static noinline enum rseq_slice_exit rseq_slice_exit_walk(const struct rseq_slice_frame *f)
 {
 	struct pt_regs regs = {
-		.ip = saved->ip,
-		.sp = saved->sp,
-		.bp = saved->bp,
+		.ip = f->ip,
+		.sp = f->sp,
+		.bp = f->bp,
 		.cs = __KERNEL_CS,
 		.flags = X86_EFLAGS_FIXED,
 	};
@@ -218,9 +218,8 @@ static noinline enum rseq_slice_exit rseq_slice_exit_walk(const struct pt_regs *
  * with preemption disabled, only for threads that asked for an
  * extension, on the way to a context switch.
  */
-enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
+enum rseq_slice_exit rseq_slice_exit_unwind(const struct rseq_slice_frame *f)
 {
-	const struct pt_regs *saved = rseq_slice_fregs_pt_regs(fregs);
 	unsigned long slot = READ_ONCE(rseq_slice_exit_slot);
 	enum rseq_slice_exit kind;
 	unsigned long *ret;
@@ -230,10 +229,10 @@ enum rseq_slice_exit rseq_slice_exit_unwind(struct ftrace_regs *fregs)
 	 * this function's, so unchecked by KASAN, as ORC reads frames.
 	 */
 	if (slot) {
-		ret = (unsigned long *)(saved->sp + slot);
+		ret = (unsigned long *)(f->sp + slot);
 		kind = rseq_slice_range_kind(READ_ONCE_NOCHECK(*ret));
 		if (kind == RSEQ_SLICE_EXIT_IRQ || kind == RSEQ_SLICE_EXIT_SYSCALL)
 			return kind;
 	}
-	return rseq_slice_exit_walk(saved);
+	return rseq_slice_exit_walk(f);
 }

@@ -447,7 +447,7 @@ static void notrace rseq_slice_signal_hook(unsigned long ip, unsigned long paren
 	if (rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE))
 		rseq_slice_resched_current();
 	else
-		rseq_slice_task_clear_request(current);
+		rseq_slice_task_clear_request_current();
 	ftrace_test_recursion_unlock(bit);
 }
 

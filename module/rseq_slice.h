@@ -293,6 +293,7 @@ void rseq_slice_task_discard(struct rseq_slice_task *st);
 int rseq_slice_task_install(struct rseq_slice_task *st, bool *added);
 bool rseq_slice_task_unregister_current(void);
 void rseq_slice_task_clear_request(struct task_struct *task);
+void rseq_slice_task_clear_request_current(void);
 bool rseq_slice_task_kill_current(void);
 void rseq_slice_task_unregister_all(void);
 void rseq_slice_task_flush(void);

@@ -383,15 +383,24 @@ bool rseq_slice_task_unregister_current(void)
  * section reads "interrupted". Interrupts or preemption disabled: an
  * RCU-sched read side, and the owner stays on this CPU.
  */
-void rseq_slice_task_clear_request(struct task_struct *task)
+static void rseq_slice_task_clear_request_st(struct rseq_slice_task *st)
 {
-	struct rseq_slice_task *st;
-
-	lockdep_assert_preemption_disabled();
-	st = rseq_slice_task_find(task);
 	/* A word the thread's rseq area no longer holds is not touched. */
 	if (unlikely(st) && !rseq_slice_task_area_moved(st))
 		rseq_slice_word_clear_request(&st->w);
+}
+
+void rseq_slice_task_clear_request(struct task_struct *task)
+{
+	lockdep_assert_preemption_disabled();
+	rseq_slice_task_clear_request_st(rseq_slice_task_find(task));
+}
+
+/* The same for current, found in its own notifier list (no hash lookup). */
+void rseq_slice_task_clear_request_current(void)
+{
+	lockdep_assert_preemption_disabled();
+	rseq_slice_task_clear_request_st(rseq_slice_task_current());
 }
 
 /*

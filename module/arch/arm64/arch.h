@@ -119,13 +119,17 @@ static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftr
  * schedule()'s hook is an ftrace direct call where the kernel has them
  * (6.12 and 7.2): ftrace_caller() sees the ops's direct_call at once and
  * branches to rseq_slice_schedule_entry() (schedule.S) without saving
- * the ftrace registers or calling an ops, which then calls
- * rseq_slice_schedule_direct() (hooks.c). 6.1 has none: an ops there.
+ * the ftrace registers or calling an ops. current is a register here
+ * (sp_el0), so the trampoline itself returns into schedule() when
+ * current's preempt notifier list is empty (five instructions); a thread
+ * with notifiers goes on to rseq_slice_schedule_direct() (hooks.c). 6.1
+ * has no direct calls: an ops there.
  */
 #ifdef CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS
 #define RSEQ_SLICE_SCHEDULE_DIRECT	1
 void rseq_slice_schedule_entry(void);
 bool rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp, unsigned long fp);
+extern const unsigned long rseq_slice_notifiers_offset;
 
 static __always_inline struct rseq_slice_frame rseq_slice_direct_frame(unsigned long sp,
 								       unsigned long fp)

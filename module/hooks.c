@@ -9,7 +9,8 @@
  *   grant there returns to the caller at once (6.1-arm64: redirects the
  *   call to an empty function, the way livepatch redirects a patched
  *   function). Every thread that is not registered is let through after
- *   one compare.
+ *   one compare. While another ftrace user shares schedule(), ftrace
+ *   calls the ops's callback instead, which decides the same way.
  * - syscall_trace_enter(), by ftrace: reached only by threads with syscall
  *   work set, which a grant sets for its holder. 7.2 inlines it into the
  *   (noinstr) system call entry: there the hook is on its out-of-line
@@ -186,7 +187,8 @@ bool notrace rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long s
 		return false;
 	return rseq_slice_schedule_direct_exit(parent_ip, sp, fp);
 }
-#else
+#endif
+
 /*
  * What a skipped schedule() runs instead: the ftrace trampoline returns
  * here and this returns straight to the exit loop, which then rereads
@@ -231,7 +233,6 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 	if (unlikely(rseq_slice_exit_maybe(parent_ip)) && rseq_slice_exit_wanted())
 		rseq_slice_schedule_ops_exit(ip, parent_ip, fregs);
 }
-#endif
 
 /*
  * No FTRACE_OPS_FL_SAVE_REGS where the kernel has DYNAMIC_FTRACE_WITH_ARGS
@@ -533,11 +534,30 @@ static void rseq_slice_hot_free_filters(void)
  * schedule() as an IPMODIFY ops does (EBUSY).
  */
 #if RSEQ_SLICE_SCHEDULE_DIRECT
+/*
+ * ftrace calls a direct call's ops callback only while schedule() has
+ * another ftrace user too (a tracer, a kprobe): its entry then goes
+ * through ftrace_ops_list_func(), and ftrace's callback for a direct ops
+ * (call_direct_funcs()) only asks for the trampoline to be called after
+ * the list. The list re-enables preemption in between, where a
+ * preemptible kernel takes the reschedule schedule() was called for: a
+ * grant would never be given. So the ops's callback becomes the module's
+ * own, which decides inside the list with preemption disabled, as where
+ * there is no direct call, and never asks for the trampoline. ftrace
+ * reads the callback at each call and restores its own at unregister;
+ * until this store its callback still ends in the trampoline, which then
+ * decides as usual.
+ */
 static int rseq_slice_ftrace_register(struct ftrace_ops *ops)
 {
-	if (ops == &rseq_slice_schedule_ops)
-		return rseq_slice_register_direct(ops, (unsigned long)rseq_slice_schedule_entry);
-	return register_ftrace_function(ops);
+	int ret;
+
+	if (ops != &rseq_slice_schedule_ops)
+		return register_ftrace_function(ops);
+	ret = rseq_slice_register_direct(ops, (unsigned long)rseq_slice_schedule_entry);
+	if (!ret)
+		WRITE_ONCE(ops->func, rseq_slice_schedule_hook);
+	return ret;
 }
 
 static int rseq_slice_ftrace_unregister(struct ftrace_ops *ops)

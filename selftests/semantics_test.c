@@ -1129,11 +1129,20 @@ TEST_F(params, debug_checks_the_word)
  * context" where it does not, as an RT kernel does when the lock is
  * contended. The kill's task work holds a module reference until it ran:
  * the count comes back. Root: the tracer, the parameters.
+ *
+ * The tracer traces schedule() too, whose hook is a direct call where the
+ * kernel has them: ftrace then calls the hook's ops from the list as well,
+ * and the grants the tests wait for must still come, on a preemptible
+ * kernel too, where the list's end takes a pending reschedule. Under the
+ * function_graph tracer as well, which replaces schedule()'s return
+ * address on the stack to see it return.
  */
 static const char * const traced_funcs[] = {
 	/* 6.x (6.1's is a constant-propagated copy); 7.2's piece the grant's bit reaches. */
 	"syscall_trace_enter", "syscall_trace_enter.constprop.0", "trace_syscall_enter", NULL
 };
+
+static const char * const traced_schedule[] = { "schedule", NULL };
 
 /*
  * A bound for a hung test, not a slow one: each test turns the function
@@ -1146,8 +1155,8 @@ static const char * const traced_funcs[] = {
 #define SLEEP_IN_ATOMIC	"sleeping function called from invalid context"
 #define SCHED_IN_ATOMIC	"scheduling while atomic"
 
-/* The most ftrace users any of traced_funcs[] has now, or -1. */
-static int traced_users(void)
+/* The most ftrace users any of @names has now, or -1. */
+static int traced_users(const char * const *names)
 {
 	char line[512];
 	int most = -1, i, n;
@@ -1156,10 +1165,10 @@ static int traced_users(void)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		for (i = 0; traced_funcs[i]; i++) {
-			size_t len = strlen(traced_funcs[i]);
+		for (i = 0; names[i]; i++) {
+			size_t len = strlen(names[i]);
 
-			if (!strncmp(line, traced_funcs[i], len) &&
+			if (!strncmp(line, names[i], len) &&
 			    sscanf(line + len, " (%d)", &n) == 1 && n > most)
 				most = n;
 		}
@@ -1177,9 +1186,46 @@ FIXTURE(traced)
 	char log[65536];
 };
 
+/*
+ * Adds @names to the function tracer's filter, one write per name ended
+ * by a newline: a name this kernel lacks fails alone, and none runs into
+ * the next (ftrace joins writes that end inside a name). How many were set.
+ */
+static int traced_filter_add(const char * const *names)
+{
+	char name[128];
+	int fd, i, set = 0;
+
+	fd = open(SLICE_TRACING "set_ftrace_filter", O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return -1;
+	for (i = 0; names[i]; i++) {
+		int len = snprintf(name, sizeof(name), "%s\n", names[i]);
+
+		set += write(fd, name, len) == len;
+	}
+	close(fd);
+	return set;
+}
+
+FIXTURE_VARIANT(traced)
+{
+	const char *tracer;
+};
+
+FIXTURE_VARIANT_ADD(traced, function)
+{
+	.tracer = "function",
+};
+
+FIXTURE_VARIANT_ADD(traced, function_graph)
+{
+	.tracer = "function_graph",
+};
+
 FIXTURE_SETUP(traced)
 {
-	int fd, i, set = 0, users;
+	int users;
 
 	SLICE_ONLY_FILTER();
 	/* Out at once: the 6.1 harness runs a test whose setup skipped. */
@@ -1190,18 +1236,16 @@ FIXTURE_SETUP(traced)
 	self->kmsg = slice_kmsg_open();
 	ASSERT_LE(0, self->kmsg);
 	ASSERT_EQ(0, slice_write_file(SLICE_TRACING "set_ftrace_filter", ""));
-	fd = open(SLICE_TRACING "set_ftrace_filter", O_WRONLY | O_APPEND);
-	ASSERT_LE(0, fd);
-	/* One write per name: a name this kernel lacks fails alone. */
-	for (i = 0; traced_funcs[i]; i++)
-		set += write(fd, traced_funcs[i], strlen(traced_funcs[i])) > 0;
-	close(fd);
-	ASSERT_LT(0, set);
-	ASSERT_EQ(0, slice_write_file(SLICE_TRACING "current_tracer", "function"));
-	/* Registered, this thread arms the hooks: two users of the function. */
+	ASSERT_LT(0, traced_filter_add(traced_funcs));
+	ASSERT_EQ(1, traced_filter_add(traced_schedule));
+	ASSERT_EQ(0, slice_write_file(SLICE_TRACING "current_tracer", variant->tracer));
+	/* Registered, this thread arms the hooks: two users of each function. */
 	ASSERT_EQ(0, slice_enable_self());
-	users = traced_users();
+	users = traced_users(traced_funcs);
 	ksft_print_msg("ftrace users of the hooked function: %d\n", users);
+	EXPECT_LE(2, users);
+	users = traced_users(traced_schedule);
+	ksft_print_msg("ftrace users of schedule(): %d\n", users);
 	EXPECT_LE(2, users);
 	ASSERT_EQ(0, slice_ioctl(slice_self.fd, RSEQ_SLICE_IOC_DISABLE));
 	self->refcnt = slice_module_refcnt();

@@ -165,9 +165,11 @@ static bool notrace rseq_slice_schedule_exit(unsigned long ip, unsigned long par
  * interrupts disabled.
  *
  * Context as the ops hook's below: any caller, any task, never in
- * interrupt context. Every thread not registered pays one load and
- * compare here (its preempt notifiers, switch.c); a registered thread's
- * other calls the two compares of the boxes.
+ * interrupt context. With CONFIG_PREEMPT_NOTIFIERS the trampoline itself
+ * returns into schedule() for every thread not registered (an empty
+ * preempt notifier list, rseq_slice_switch_linked()), so only registered
+ * threads come here, and their other calls pay the two compares of the
+ * boxes. Without it (switch_tracepoint.c) every thread comes here.
  */
 static noinline bool notrace rseq_slice_schedule_direct_exit(unsigned long parent_ip,
 							     unsigned long sp, unsigned long fp)
@@ -177,12 +179,18 @@ static noinline bool notrace rseq_slice_schedule_direct_exit(unsigned long paren
 	return rseq_slice_schedule_exit((unsigned long)rseq_slice_schedule_entry, parent_ip, &f);
 }
 
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+/*
+ * For the trampolines, which test current's preempt notifier list before
+ * they save anything: where the list lies in struct task_struct, which an
+ * assembler file cannot read.
+ */
+const unsigned long rseq_slice_notifiers_offset = offsetof(struct task_struct, preempt_notifiers);
+#endif
+
 bool notrace rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp,
 					unsigned long fp)
 {
-	/* Every thread not registered: one load and compare. */
-	if (likely(!rseq_slice_switch_linked(current)))
-		return false;
 	if (likely(!rseq_slice_exit_maybe(parent_ip)) || !rseq_slice_exit_wanted())
 		return false;
 	return rseq_slice_schedule_direct_exit(parent_ip, sp, fp);
@@ -240,7 +248,9 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
  * registers, ip, sp and the frame pointer (about 25 instructions less on
  * every call of schedule() on x86-64), and still returns to whatever ip
  * the hook sets, as livepatch's own ops rely on. arm64's 6.1 needs them
- * (compat.h). A direct call's ops has no callback: ftrace sets its flags.
+ * (compat.h). A direct call's ops starts empty: ftrace sets its flags
+ * (every register saved where the kernel can, else the arguments) and
+ * rseq_slice_ftrace_register() its callback, this one, for ftrace's list.
  */
 #if RSEQ_SLICE_SCHEDULE_DIRECT
 static struct ftrace_ops rseq_slice_schedule_ops;

@@ -325,6 +325,11 @@ static __always_inline bool rseq_slice_switch_linked(struct task_struct *task)
 #endif
 }
 
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+/* offsetof(struct task_struct, preempt_notifiers), for schedule.S. */
+extern const unsigned long rseq_slice_notifiers_offset;
+#endif
+
 int rseq_slice_switch_init(void);
 void rseq_slice_switch_exit(void);
 void rseq_slice_switch_init_task(struct rseq_slice_task *st);

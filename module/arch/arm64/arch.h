@@ -129,7 +129,6 @@ static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftr
 #define RSEQ_SLICE_SCHEDULE_DIRECT	1
 void rseq_slice_schedule_entry(void);
 bool rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp, unsigned long fp);
-extern const unsigned long rseq_slice_notifiers_offset;
 
 static __always_inline struct rseq_slice_frame rseq_slice_direct_frame(unsigned long sp,
 								       unsigned long fp)

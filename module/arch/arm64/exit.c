@@ -63,15 +63,6 @@ const struct rseq_slice_exit_func rseq_slice_exit_funcs[] = {
 
 const unsigned int rseq_slice_nr_exit_funcs = ARRAY_SIZE(rseq_slice_exit_funcs);
 
-#if RSEQ_SLICE_SCHEDULE_DIRECT && defined(CONFIG_PREEMPT_NOTIFIERS)
-/*
- * For schedule()'s trampoline (schedule.S), which tests current's
- * preempt notifier list itself before it saves anything: where the list
- * lies in struct task_struct, which an assembler file cannot read.
- */
-const unsigned long rseq_slice_notifiers_offset = offsetof(struct task_struct, preempt_notifiers);
-#endif
-
 /*
  * The loop's callers, by the path each returns from. Names a kernel
  * lacks (el0_sme_acc() before 6.x's SME, el0_mops(), el0_gcs() before

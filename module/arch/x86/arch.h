@@ -48,7 +48,9 @@ static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftr
 /*
  * schedule()'s hook is an ftrace direct call (every x86-64 kernel here
  * has them): its entry calls rseq_slice_schedule_entry() (schedule.S),
- * which saves nothing (schedule() takes no arguments) and calls
+ * which saves nothing (schedule() takes no arguments), returns into
+ * schedule() when current's preempt notifier list is empty (six
+ * instructions and the return) and else calls
  * rseq_slice_schedule_direct() (hooks.c). Through ftrace's trampoline
  * instead, every schedule() of every thread paid about 34 instructions
  * more for the registers it saves and restores and the ops it calls.
@@ -57,6 +59,9 @@ static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftr
 #define RSEQ_SLICE_SCHEDULE_DIRECT	1
 void rseq_slice_schedule_entry(void);
 bool rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp, unsigned long fp);
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+extern const unsigned long rseq_slice_current_slot;
+#endif
 
 /*
  * The trampoline's @sp points at the return address into schedule()'s

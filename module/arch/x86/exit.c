@@ -47,6 +47,19 @@ const struct rseq_slice_exit_func rseq_slice_exit_funcs[] = {
 const unsigned int rseq_slice_nr_exit_funcs = ARRAY_SIZE(rseq_slice_exit_funcs);
 static_assert(ARRAY_SIZE(rseq_slice_exit_funcs) <= RSEQ_SLICE_MAX_EXIT_FUNCS);
 
+#if RSEQ_SLICE_SCHEDULE_DIRECT && defined(CONFIG_PREEMPT_NOTIFIERS)
+/*
+ * For schedule()'s trampoline (schedule.S), which reads current itself:
+ * current's per-CPU slot, read %gs-relative as get_current() reads it.
+ * 6.2 to 6.14 keep it in struct pcpu_hot.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 15, 0)
+const unsigned long rseq_slice_current_slot = (__force unsigned long)&pcpu_hot.current_task;
+#else
+const unsigned long rseq_slice_current_slot = (__force unsigned long)&current_task;
+#endif
+#endif
+
 /*
  * The direct calls in [@start, @end) to @target, by their bytes: e8 and a
  * 32-bit displacement. A byte sequence that is not an instruction would

@@ -11,7 +11,11 @@
  *
  * schedule() takes no arguments and has not begun its prologue: every
  * call-clobbered register is free, and %rbp is still the caller's. So
- * nothing is saved. rseq_slice_schedule_direct() (hooks.c), passed the
+ * nothing is saved. A thread without preempt notifiers (one that is not
+ * registered) goes straight back into schedule(): current is read from
+ * its per-CPU slot as get_current() reads it (rseq_slice_current_slot,
+ * exit.c, an address in the per-CPU area that %gs bases). For the
+ * others, rseq_slice_schedule_direct() (hooks.c), passed the
  * caller's return address, the sp pointing at it and %rbp, decides; a
  * true answer (a grant) returns straight to schedule()'s caller, the exit
  * loop, as if schedule() had returned. Unload: ftrace waits for every
@@ -30,6 +34,16 @@
 	.text
 SYM_FUNC_START(rseq_slice_schedule_entry)
 	CALL_DEPTH_ACCOUNT
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+	/* Is current's preempt notifier list empty (rseq_slice_switch_linked())? */
+	movq	rseq_slice_current_slot(%rip), %rax
+	movq	%gs:(%rax), %rax
+	addq	rseq_slice_notifiers_offset(%rip), %rax
+	cmpq	$0, (%rax)
+	jne	.Lrseq_slice_test
+	RET
+.Lrseq_slice_test:
+#endif
 	movq	8(%rsp), %rdi
 	leaq	8(%rsp), %rsi
 	movq	%rbp, %rdx

@@ -21,6 +21,13 @@
  * without an open region, a sign that a measuring thread migrated).
  * FILE2, if given, gets every sample as it ends: "NAME VCPU USER KERNEL".
  *
+ * profile=FILE3 also counts, per region, the kernel instructions each
+ * translation block ran inside it, by the block's start address: at exit
+ * FILE3 gets "region NAME VCPU SAMPLES" for each region, then one line
+ * "NAME VCPU ADDRESS COUNT" per block (hex address). A block never spans
+ * a call, so its start names the function it ran in (scripts/insns-profile
+ * resolves them against the guest's /proc/kallsyms).
+ *
  * How it counts, exactly and per vCPU: every instruction adds 1 to one
  * global counter (an inline op, no call), and every translation block
  * starts with a call that hands what the counter gained since the last
@@ -75,6 +82,8 @@ struct vcpu {
 	char name[INSN_MARK_NAME_MAX + 1];
 	unsigned int bits;	/* of the name so far */
 	struct region *region;	/* of name, found at the first START */
+	struct pending *pend;	/* profile=: the open sample's blocks */
+	size_t npend, cap_pend;
 };
 
 static struct vcpu *vcpus;
@@ -89,11 +98,97 @@ static uint64_t executed;
 static uint64_t handed_out;
 static int last_vcpu = -1, last_mode;
 
+/* profile=: kernel instructions per (region, block start address). */
+struct prof_entry {
+	const struct region *region;
+	uint64_t vaddr;
+	uint64_t count;
+};
+
+/* A block's instructions in the open sample, kept until it ends or is cancelled. */
+struct pending {
+	uint64_t vaddr;
+	uint64_t count;
+};
+
+static const char *profile_path;
+static struct prof_entry *prof;
+static size_t prof_size, prof_used;
+static uint64_t last_vaddr;
+
+static size_t prof_slot(struct prof_entry *t, size_t size, const struct region *r,
+			uint64_t vaddr)
+{
+	size_t i = (size_t)((vaddr ^ (uintptr_t)r) * 0x9e3779b97f4a7c15ull) & (size - 1);
+
+	while (t[i].region && (t[i].region != r || t[i].vaddr != vaddr))
+		i = (i + 1) & (size - 1);
+	return i;
+}
+
+static void prof_add(const struct region *r, uint64_t vaddr, uint64_t n)
+{
+	size_t i;
+
+	if (2 * (prof_used + 1) > prof_size) {
+		size_t size = prof_size ? 2 * prof_size : 1 << 16, j;
+		struct prof_entry *t = calloc(size, sizeof(*t));
+
+		if (!t)
+			abort();
+		for (j = 0; j < prof_size; j++)
+			if (prof[j].region)
+				t[prof_slot(t, size, prof[j].region, prof[j].vaddr)] = prof[j];
+		free(prof);
+		prof = t;
+		prof_size = size;
+	}
+	i = prof_slot(prof, prof_size, r, vaddr);
+	if (!prof[i].region) {
+		prof[i].region = r;
+		prof[i].vaddr = vaddr;
+		prof_used++;
+	}
+	prof[i].count += n;
+}
+
+static void pend_add(struct vcpu *c, uint64_t vaddr, uint64_t n)
+{
+	if (c->npend && c->pend[c->npend - 1].vaddr == vaddr) {
+		c->pend[c->npend - 1].count += n;
+		return;
+	}
+	if (c->npend == c->cap_pend) {
+		c->cap_pend = c->cap_pend ? 2 * c->cap_pend : 1024;
+		c->pend = realloc(c->pend, c->cap_pend * sizeof(*c->pend));
+		if (!c->pend)
+			abort();
+	}
+	c->pend[c->npend].vaddr = vaddr;
+	c->pend[c->npend].count = n;
+	c->npend++;
+}
+
+/* A sample ended: its blocks go to its region's profile. */
+static void pend_commit(struct vcpu *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->npend; i++)
+		prof_add(c->region, c->pend[i].vaddr, c->pend[i].count);
+	c->npend = 0;
+}
+
 /* Give what ran since the last block started to that block's vCPU. */
 static void settle(void)
 {
-	if (last_vcpu >= 0)
-		vcpus[last_vcpu].count[last_mode] += executed - handed_out;
+	if (last_vcpu >= 0) {
+		struct vcpu *c = &vcpus[last_vcpu];
+
+		c->count[last_mode] += executed - handed_out;
+		if (profile_path && last_mode == KERNEL && c->open && executed != handed_out)
+			pend_add(c, last_vaddr, executed - handed_out);
+	}
 	handed_out = executed;
 }
 
@@ -106,6 +201,13 @@ static void tb_exec(unsigned int vcpu, void *mode)
 	} else {
 		last_vcpu = -1;
 	}
+}
+
+/* tb_exec() with the block's address (profile=): @tb is it, its top bit the mode. */
+static void tb_exec_prof(unsigned int vcpu, void *tb)
+{
+	tb_exec(vcpu, (void *)(uintptr_t)((intptr_t)tb < 0 ? KERNEL : USER));
+	last_vaddr = (uintptr_t)tb;
 }
 
 static struct region *find_region(const char *name, unsigned int vcpu)
@@ -163,6 +265,7 @@ static void marker_exec(unsigned int vcpu, void *udata)
 		memcpy(c->start, c->count, sizeof(c->start));
 		c->start[last_mode]++;
 		c->open = 1;
+		c->npend = 0;
 		break;
 	case INSN_MARK_STOP:
 		if (!c->open) {
@@ -170,6 +273,8 @@ static void marker_exec(unsigned int vcpu, void *udata)
 			break;
 		}
 		add_sample(c->region, c);
+		if (profile_path)
+			pend_commit(c);
 		c->open = 0;
 		break;
 	case INSN_MARK_CANCEL:
@@ -237,8 +342,12 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	size_t i, n = qemu_plugin_tb_n_insns(tb);
 
 	(void)id;
-	qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
-					     (void *)mode);
+	if (profile_path)
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec_prof, QEMU_PLUGIN_CB_NO_REGS,
+						     (void *)(uintptr_t)qemu_plugin_tb_vaddr(tb));
+	else
+		qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS,
+						     (void *)mode);
 	for (i = 0; i < n; i++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		uint32_t code;
@@ -313,12 +422,34 @@ static void report(FILE *f)
 	fprintf(f, "insns-plugin vcpus=%u unmatched=%" PRIu64 "\n", n_vcpus, unmatched);
 }
 
+static void write_profile(void)
+{
+	struct region *r;
+	FILE *f = fopen(profile_path, "w");
+	size_t i;
+
+	if (!f) {
+		perror(profile_path);
+		return;
+	}
+	for (r = regions; r; r = r->next)
+		fprintf(f, "region %s %u %zu\n", r->name[0] ? r->name : "-", r->vcpu, r->n);
+	for (i = 0; i < prof_size; i++)
+		if (prof[i].region)
+			fprintf(f, "%s %u %" PRIx64 " %" PRIu64 "\n",
+				prof[i].region->name[0] ? prof[i].region->name : "-",
+				prof[i].region->vcpu, prof[i].vaddr, prof[i].count);
+	fclose(f);
+}
+
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
 	FILE *f = stderr;
 
 	(void)id;
 	(void)p;
+	if (profile_path)
+		write_profile();
 	if (out_path) {
 		f = fopen(out_path, "w");
 		if (!f) {
@@ -354,6 +485,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	for (i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4)) {
 			out_path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "profile=", 8)) {
+			profile_path = argv[i] + 8;
 		} else if (!strncmp(argv[i], "samples=", 8)) {
 			samples = fopen(argv[i] + 8, "w");
 			if (!samples) {

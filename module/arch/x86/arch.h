@@ -61,6 +61,13 @@ void rseq_slice_schedule_entry(void);
 bool rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp, unsigned long fp);
 #ifdef CONFIG_PREEMPT_NOTIFIERS
 extern const unsigned long rseq_slice_current_slot;
+
+/* current's per-CPU variable: 6.2 to 6.14 keep it in struct pcpu_hot. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 15, 0)
+#define RSEQ_SLICE_CURRENT_TASK	pcpu_hot.current_task
+#else
+#define RSEQ_SLICE_CURRENT_TASK	current_task
+#endif
 #endif
 
 /*

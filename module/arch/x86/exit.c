@@ -51,13 +51,8 @@ static_assert(ARRAY_SIZE(rseq_slice_exit_funcs) <= RSEQ_SLICE_MAX_EXIT_FUNCS);
 /*
  * For schedule()'s trampoline (schedule.S), which reads current itself:
  * current's per-CPU slot, read %gs-relative as get_current() reads it.
- * 6.2 to 6.14 keep it in struct pcpu_hot.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 15, 0)
-const unsigned long rseq_slice_current_slot = (__force unsigned long)&pcpu_hot.current_task;
-#else
-const unsigned long rseq_slice_current_slot = (__force unsigned long)&current_task;
-#endif
+const unsigned long rseq_slice_current_slot = (__force unsigned long)&RSEQ_SLICE_CURRENT_TASK;
 #endif
 
 /*

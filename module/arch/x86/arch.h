@@ -50,7 +50,7 @@ static __always_inline struct rseq_slice_frame rseq_slice_fregs_frame(struct ftr
  * has them): its entry calls rseq_slice_schedule_entry() (schedule.S),
  * which saves nothing (schedule() takes no arguments), returns into
  * schedule() when current's preempt notifier list is empty (six
- * instructions and the return) and else calls
+ * instructions, the return among them) and else calls
  * rseq_slice_schedule_direct() (hooks.c). Through ftrace's trampoline
  * instead, every schedule() of every thread paid about 34 instructions
  * more for the registers it saves and restores and the ops it calls.

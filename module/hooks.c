@@ -131,25 +131,30 @@ static __always_inline bool rseq_slice_exit_wanted(void)
 }
 
 /*
- * The schedule() hook's work for a caller in an exit path's box: under
- * this hook's own recursion lock, which also disables preemption (the
- * per-CPU grant stays this CPU's). Returns true if schedule() is to be
- * skipped.
+ * The schedule() hook's work for a caller in an exit path's box, with
+ * preemption disabled: the per-CPU grant stays this CPU's. Returns true
+ * if schedule() is to be skipped.
+ *
+ * No recursion lock (ftrace's would cost 24 instructions of every grant):
+ * this runs only at schedule()'s entry, which is never reached from
+ * interrupt or NMI context, and nothing below calls schedule() (it
+ * neither sleeps nor waits, preemption being disabled), so the hook
+ * cannot be entered again before it returns. Whatever traces the
+ * functions it calls (another ftrace user, a kprobe) runs in their own
+ * recursion protection. Through ftrace's list, the list function's own
+ * recursion lock is held around this too.
  */
-static bool notrace rseq_slice_schedule_exit(unsigned long ip, unsigned long parent_ip,
+static bool notrace rseq_slice_schedule_exit(unsigned long parent_ip,
 					     const struct rseq_slice_frame *f)
 {
 	enum rseq_slice_exit kind;
 	bool skip = false;
-	int bit;
 
-	bit = ftrace_test_recursion_trylock(ip, parent_ip);
-	if (bit < 0)
-		return false;
+	preempt_disable_notrace();
 	kind = rseq_slice_exit_caller(parent_ip);
 	if (kind != RSEQ_SLICE_EXIT_OTHER)
 		skip = rseq_slice_exit_to_user(kind, f);
-	ftrace_test_recursion_unlock(bit);
+	preempt_enable_notrace();
 	return skip;
 }
 
@@ -176,7 +181,7 @@ static noinline bool notrace rseq_slice_schedule_direct_exit(unsigned long paren
 {
 	struct rseq_slice_frame f = rseq_slice_direct_frame(sp, fp);
 
-	return rseq_slice_schedule_exit((unsigned long)rseq_slice_schedule_entry, parent_ip, &f);
+	return rseq_slice_schedule_exit(parent_ip, &f);
 }
 
 #ifdef CONFIG_PREEMPT_NOTIFIERS
@@ -210,13 +215,12 @@ static noinline void notrace rseq_slice_schedule_skipped(void)
  * The ops hook's work for a caller in an exit path's box, out of line, so
  * that the hook's test for every other caller needs no stack frame.
  */
-static noinline void notrace rseq_slice_schedule_ops_exit(unsigned long ip,
-							  unsigned long parent_ip,
+static noinline void notrace rseq_slice_schedule_ops_exit(unsigned long parent_ip,
 							  struct ftrace_regs *fregs)
 {
 	struct rseq_slice_frame f = rseq_slice_fregs_frame(fregs);
 
-	if (rseq_slice_schedule_exit(ip, parent_ip, &f))
+	if (rseq_slice_schedule_exit(parent_ip, &f))
 		rseq_slice_fregs_set_ip(fregs, (unsigned long)rseq_slice_schedule_skipped);
 }
 
@@ -239,7 +243,7 @@ static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long par
 	if (likely(!rseq_slice_switch_linked(current)))
 		return;
 	if (unlikely(rseq_slice_exit_maybe(parent_ip)) && rseq_slice_exit_wanted())
-		rseq_slice_schedule_ops_exit(ip, parent_ip, fregs);
+		rseq_slice_schedule_ops_exit(parent_ip, fregs);
 }
 
 /*

@@ -254,7 +254,7 @@ void rseq_slice_grant_exit(void)
 }
 
 /* Interrupts disabled, on c's CPU, a grant held there. */
-static void rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
+static void notrace rseq_slice_end(struct rseq_slice_cpu *c, enum rseq_slice_end why)
 {
 	struct task_struct *holder = __this_cpu_read(rseq_slice_holder);
 	u32 *ctrl = c->w->ctrl;
@@ -366,7 +366,7 @@ static bool rseq_slice_give(struct rseq_slice_word *w)
  * Preemption disabled (the hook), interrupts enabled. Returns true if
  * current got a grant: schedule() must then be skipped.
  */
-bool rseq_slice_grant_try(struct rseq_slice_word *w)
+bool notrace rseq_slice_grant_try(struct rseq_slice_word *w)
 {
 	unsigned long flags;
 	bool granted;

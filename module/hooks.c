@@ -73,15 +73,20 @@ static struct tracepoint *rseq_slice_tp_exit;
 static struct tracepoint *rseq_slice_tp_exec;
 
 /*
- * The exit-to-user loop is about to call schedule() for current (@kind
- * says which return path it serves, @f where schedule() was entered).
- * Preemption disabled, interrupts enabled (arm64's 6.1: disabled).
- * Returns true if current got a grant: schedule() is skipped.
+ * The exit-to-user loop is about to call schedule() for current, whose
+ * registration is @st (@kind says which return path it serves, @f where
+ * schedule() was entered). Preemption disabled, interrupts enabled
+ * (arm64's 6.1: disabled). Returns true if current got a grant:
+ * schedule() is skipped.
+ *
+ * rseq_slice_exit_wanted() found a grant or a REQUEST before preemption
+ * was disabled; either may have gone since (the grant's timer, a
+ * preemption whose switch cleared REQUEST): the holder is tested again
+ * here, REQUEST again by rseq_slice_give(), with interrupts disabled.
  */
-static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, const struct rseq_slice_frame *f)
+static bool rseq_slice_exit_to_user(struct rseq_slice_task *st, enum rseq_slice_exit kind,
+				    const struct rseq_slice_frame *f)
 {
-	struct rseq_slice_task *st;
-
 	lockdep_assert_preemption_disabled();
 	/*
 	 * The holder asked to reschedule again (a second request, or the
@@ -91,9 +96,6 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, const struct rseq
 		rseq_slice_grant_end_current(RSEQ_SLICE_BY_REVOKE);
 		return false;
 	}
-	st = rseq_slice_task_current();
-	if (likely(!st) || !rseq_slice_word_requested(&st->w))
-		return false;
 	/*
 	 * The rseq area a prctl registration follows is gone or moved: the
 	 * extension ended with it. Never sleeps (the unpin is deferred).
@@ -103,11 +105,13 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, const struct rseq
 		return false;
 	}
 	/* Grants are given on the return from interrupts only. */
-	kind = rseq_slice_exit_resolve(kind, f);
-	if (unlikely(kind == RSEQ_SLICE_EXIT_UNRESOLVED))
-		rseq_slice_grant_count_unresolved();
-	if (kind != RSEQ_SLICE_EXIT_IRQ)
-		return false;
+	if (kind != RSEQ_SLICE_EXIT_IRQ) {
+		kind = rseq_slice_exit_resolve(kind, f);
+		if (unlikely(kind == RSEQ_SLICE_EXIT_UNRESOLVED))
+			rseq_slice_grant_count_unresolved();
+		if (kind != RSEQ_SLICE_EXIT_IRQ)
+			return false;
+	}
 	return rseq_slice_grant_try(&st->w);
 }
 
@@ -115,19 +119,20 @@ static bool rseq_slice_exit_to_user(enum rseq_slice_exit kind, const struct rseq
  * A registered thread's call of schedule() from an exit path: is there
  * anything to do? Only if it holds this CPU's grant (a second reschedule
  * revokes it) or asks for one; every other call, the reschedule a yield
- * asked for on its way out among them, needs neither the recursion lock
- * nor the caller's box. Preemption as the caller has it: only a holder
- * can match itself in whatever CPU's holder this reads (it cannot move
- * while it holds), and the registration is current's own.
+ * asked for on its way out among them, needs neither preemption disabled
+ * nor the caller's path. Returns current's registration if so, else
+ * NULL. Preemption as the caller has it: only a holder can match itself
+ * in whatever CPU's holder this reads (it cannot move while it holds),
+ * and the registration is current's own (a holder is registered).
  */
-static __always_inline bool rseq_slice_exit_wanted(void)
+static __always_inline struct rseq_slice_task *rseq_slice_exit_wanted(void)
 {
-	struct rseq_slice_task *st;
+	struct rseq_slice_task *st = rseq_slice_task_current();
 
-	if (unlikely(rseq_slice_grant_holder() == current))
-		return true;
-	st = rseq_slice_task_current();
-	return st && rseq_slice_word_requested(&st->w);
+	if (likely(st) && (unlikely(rseq_slice_grant_holder() == current) ||
+			   rseq_slice_word_requested(&st->w)))
+		return st;
+	return NULL;
 }
 
 /*
@@ -144,8 +149,9 @@ static __always_inline bool rseq_slice_exit_wanted(void)
  * recursion protection. Through ftrace's list, the list function's own
  * recursion lock is held around this too.
  */
-static bool notrace rseq_slice_schedule_exit(unsigned long parent_ip,
-					     const struct rseq_slice_frame *f)
+static __always_inline bool rseq_slice_schedule_exit(struct rseq_slice_task *st,
+						     unsigned long parent_ip,
+						     const struct rseq_slice_frame *f)
 {
 	enum rseq_slice_exit kind;
 	bool skip = false;
@@ -153,7 +159,7 @@ static bool notrace rseq_slice_schedule_exit(unsigned long parent_ip,
 	preempt_disable_notrace();
 	kind = rseq_slice_exit_caller(parent_ip);
 	if (kind != RSEQ_SLICE_EXIT_OTHER)
-		skip = rseq_slice_exit_to_user(kind, f);
+		skip = rseq_slice_exit_to_user(st, kind, f);
 	preempt_enable_notrace();
 	return skip;
 }
@@ -176,12 +182,13 @@ static bool notrace rseq_slice_schedule_exit(unsigned long parent_ip,
  * threads come here, and their other calls pay the two compares of the
  * boxes. Without it (switch_tracepoint.c) every thread comes here.
  */
-static noinline bool notrace rseq_slice_schedule_direct_exit(unsigned long parent_ip,
+static noinline bool notrace rseq_slice_schedule_direct_exit(struct rseq_slice_task *st,
+							     unsigned long parent_ip,
 							     unsigned long sp, unsigned long fp)
 {
 	struct rseq_slice_frame f = rseq_slice_direct_frame(sp, fp);
 
-	return rseq_slice_schedule_exit(parent_ip, &f);
+	return rseq_slice_schedule_exit(st, parent_ip, &f);
 }
 
 #ifdef CONFIG_PREEMPT_NOTIFIERS
@@ -196,9 +203,12 @@ const unsigned long rseq_slice_notifiers_offset = offsetof(struct task_struct, p
 bool notrace rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp,
 					unsigned long fp)
 {
-	if (likely(!rseq_slice_exit_maybe(parent_ip)) || !rseq_slice_exit_wanted())
+	struct rseq_slice_task *st;
+
+	if (likely(!rseq_slice_exit_maybe(parent_ip)))
 		return false;
-	return rseq_slice_schedule_direct_exit(parent_ip, sp, fp);
+	st = rseq_slice_exit_wanted();
+	return st && rseq_slice_schedule_direct_exit(st, parent_ip, sp, fp);
 }
 #endif
 
@@ -215,12 +225,13 @@ static noinline void notrace rseq_slice_schedule_skipped(void)
  * The ops hook's work for a caller in an exit path's box, out of line, so
  * that the hook's test for every other caller needs no stack frame.
  */
-static noinline void notrace rseq_slice_schedule_ops_exit(unsigned long parent_ip,
+static noinline void notrace rseq_slice_schedule_ops_exit(struct rseq_slice_task *st,
+							  unsigned long parent_ip,
 							  struct ftrace_regs *fregs)
 {
 	struct rseq_slice_frame f = rseq_slice_fregs_frame(fregs);
 
-	if (rseq_slice_schedule_exit(parent_ip, &f))
+	if (rseq_slice_schedule_exit(st, parent_ip, &f))
 		rseq_slice_fregs_set_ip(fregs, (unsigned long)rseq_slice_schedule_skipped);
 }
 
@@ -239,11 +250,16 @@ static noinline void notrace rseq_slice_schedule_ops_exit(unsigned long parent_i
 static void notrace rseq_slice_schedule_hook(unsigned long ip, unsigned long parent_ip,
 					     struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
+	struct rseq_slice_task *st;
+
 	/* Every thread not registered: one load and compare. */
 	if (likely(!rseq_slice_switch_linked(current)))
 		return;
-	if (unlikely(rseq_slice_exit_maybe(parent_ip)) && rseq_slice_exit_wanted())
-		rseq_slice_schedule_ops_exit(parent_ip, fregs);
+	if (likely(!rseq_slice_exit_maybe(parent_ip)))
+		return;
+	st = rseq_slice_exit_wanted();
+	if (st)
+		rseq_slice_schedule_ops_exit(st, parent_ip, fregs);
 }
 
 /*

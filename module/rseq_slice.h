@@ -45,6 +45,8 @@
 #include <linux/types.h>
 #include <linux/rseq_slice.h>
 
+#include "compat.h"
+
 struct callback_head;
 struct page;
 struct pt_regs;
@@ -300,8 +302,22 @@ void rseq_slice_task_flush(void);
 int rseq_slice_task_count(void);
 int rseq_slice_task_pinned(void);
 int rseq_slice_task_merged_count(void);
-bool rseq_slice_task_area_moved(const struct rseq_slice_task *st);
 void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st));
+
+/*
+ * A registration made by prctl follows the thread's rseq area: once the
+ * thread unregistered it or registered another one, the word is no longer
+ * the thread's slice_ctrl, and is neither granted nor written again. Any
+ * context of the thread itself, including prev at its switch (it alone
+ * changes current->rseq, with its own system call). Inline: a grant's
+ * decision and a registered thread's every switch ask.
+ */
+static __always_inline bool rseq_slice_task_area_moved(const struct rseq_slice_task *st)
+{
+	return st->w.merged &&
+	       (unsigned long)rseq_slice_task_rseq(current) + RSEQ_SLICE_CTRL_OFFSET !=
+			st->uaddr;
+}
 
 /*
  * switch.c (switch_tracepoint.c without CONFIG_PREEMPT_NOTIFIERS): a

@@ -172,13 +172,11 @@ int rseq_slice_symbols_init(void)
 	return rseq_slice_exit_layout_check(irq, shared_or_direct);
 }
 
-/* Which exit path, if any, holds kernel text address @addr. */
-enum rseq_slice_exit rseq_slice_range_kind(unsigned long addr)
+/* Which exit path, if any, holds @addr, known to lie in a box. */
+static __always_inline enum rseq_slice_exit rseq_slice_boxed_kind(unsigned long addr)
 {
 	unsigned int i;
 
-	if (!rseq_slice_exit_maybe(addr))
-		return RSEQ_SLICE_EXIT_OTHER;
 	for (i = 0; i < rseq_slice_nr_ranges; i++) {
 		if (addr >= rseq_slice_ranges[i].start && addr < rseq_slice_ranges[i].end)
 			return rseq_slice_ranges[i].kind;
@@ -186,9 +184,22 @@ enum rseq_slice_exit rseq_slice_range_kind(unsigned long addr)
 	return RSEQ_SLICE_EXIT_OTHER;
 }
 
-/* Which exit path, if any, @parent_ip (a caller of schedule()) is in. */
-enum rseq_slice_exit rseq_slice_exit_caller(unsigned long parent_ip)
+/* Which exit path, if any, holds kernel text address @addr. */
+enum rseq_slice_exit rseq_slice_range_kind(unsigned long addr)
 {
-	return rseq_slice_range_kind(parent_ip);
+	if (!rseq_slice_exit_maybe(addr))
+		return RSEQ_SLICE_EXIT_OTHER;
+	return rseq_slice_boxed_kind(addr);
+}
+
+/*
+ * Which exit path, if any, @parent_ip (a caller of schedule()) is in: the
+ * schedule() hooks ask only once rseq_slice_exit_maybe() said it may be
+ * one. notrace, as the hot functions of a grant are: no ftrace call site
+ * to pass on every grant.
+ */
+enum rseq_slice_exit notrace rseq_slice_exit_caller(unsigned long parent_ip)
+{
+	return rseq_slice_boxed_kind(parent_ip);
 }
 

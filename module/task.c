@@ -513,17 +513,3 @@ void rseq_slice_task_for_each(void (*fn)(struct rseq_slice_task *st))
 	hash_for_each(rseq_slice_tasks, bkt, st, node)
 		fn(st);
 }
-
-/*
- * A registration made by prctl follows the thread's rseq area: once the
- * thread unregistered it or registered another one, the word is no longer
- * the thread's slice_ctrl, and is neither granted nor written again. Any
- * context of the thread itself, including prev at its switch (it alone
- * changes current->rseq, with its own system call).
- */
-bool rseq_slice_task_area_moved(const struct rseq_slice_task *st)
-{
-	return st->w.merged &&
-	       (unsigned long)rseq_slice_task_rseq(current) + RSEQ_SLICE_CTRL_OFFSET !=
-			st->uaddr;
-}

@@ -18,8 +18,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/lockdep.h>
+#include <linux/audit.h>
 #include <linux/hrtimer.h>
+#include <linux/lockdep.h>
 #include <linux/ktime.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
@@ -502,17 +503,45 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w)
 }
 
 /*
+ * Would nothing but the module see the system call now entering, were
+ * the entry hook to answer it and skip it? Only if the grant itself set
+ * the entry work bit the call came through and no other entry work is
+ * set: no tracer, seccomp filter, user dispatch or sys_enter probe (which
+ * see the call before it runs, and a skipped one after), and audit keeps
+ * no context for the thread. On 7.2 the hook is then in
+ * trace_syscall_enter(), the entry work's last piece, which rereads the
+ * number. A bit set by another thread since the entry read the work
+ * (seccomp's TSYNC, a new probe) only makes this answer "seen": the call
+ * then runs. Interrupts disabled, current's grant live, before
+ * rseq_slice_end() clears the bit.
+ */
+static bool rseq_slice_call_unseen(const struct rseq_slice_cpu *c)
+{
+	unsigned long work = READ_ONCE(*rseq_slice_entry_work_word(current_thread_info()));
+
+	return c->entry_work &&
+	       (work & RSEQ_SLICE_ENTRY_WORK_MASK) == BIT(RSEQ_SLICE_ENTRY_WORK_BIT) &&
+	       !audit_context();
+}
+
+/*
  * Entry of a system call while current may hold a grant (its syscall work
  * is set), before ptrace, seccomp and audit look at it; @call says which
- * yield the call is, if any: each registration yields its own way. Preemption disabled by the hook,
- * interrupts enabled, process context. The call itself is never changed:
- * tracers and filters see it as it was made.
+ * yield the call is, if any: each registration yields its own way.
+ * Preemption disabled by the hook, interrupts enabled, process context.
+ * The call is never changed for anybody who looks: tracers and filters
+ * see it as it was made.
  *
  * The yield is decided here, once: the grant ends, the deferred
  * reschedule comes back (at once on preemptible kernels, else on this
- * call's way out), and the ioctl only reports it. A file swapped under
- * the descriptor in between (dup2() from another thread) then gets its
- * ioctl outside any grant.
+ * call's way out). Where nothing else would see the call
+ * (rseq_slice_call_unseen()), the hook answers it here and skips it
+ * (RSEQ_SLICE_SYSCALL_SKIP): 1, what the ioctl or rseq_slice_yield()
+ * would have returned, without the call's own way through the kernel.
+ * Else the call runs and reports what was decided
+ * (rseq_slice_grant_yielded()); a file swapped under the descriptor in
+ * between (dup2() from another thread) then gets its ioctl outside any
+ * grant.
  *
  * Any other call: foreign_syscall=kill (v1) ends the grant and sends
  * SIGSEGV, delivered before the thread returns to user space (the call
@@ -520,17 +549,16 @@ int rseq_slice_grant_yield(struct rseq_slice_word *w)
  * gives the reschedule back and lets the call run. A thread enabled by
  * prctl always gets merged upstream's rule.
  *
- * Returns true if current is owed a SIGSEGV (kill, or a bad word in
- * debug mode). Not sent here nor by the hook: force_sig() takes the
- * sighand lock, a sleeping lock on PREEMPT_RT, and the hook may run with
+ * RSEQ_SLICE_SYSCALL_KILL: current is owed a SIGSEGV (kill, or a bad
+ * word in debug mode). Not sent here nor by the hook: force_sig() takes
+ * the sighand lock, a sleeping lock on PREEMPT_RT, and the hook runs with
  * preemption disabled; it queues the signal as task work (task.c).
  */
-bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
+unsigned int notrace rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 {
+	unsigned int todo = 0;
 	struct rseq_slice_cpu *c;
-	bool kill = false, bad;
 	unsigned long flags;
-	bool yield;
 
 	lockdep_assert_preemption_disabled();
 	local_irq_save(flags);
@@ -538,23 +566,26 @@ bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call)
 	if (__this_cpu_read(rseq_slice_holder) != current) {
 		/* Revoked on the way here: nothing to end, nothing to report. */
 		local_irq_restore(flags);
-		return false;
+		return 0;
 	}
-	bad = READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(c->w, true);
-	yield = call == (c->w->merged ? RSEQ_SLICE_CALL_MERGED : RSEQ_SLICE_CALL_IOCTL);
-	if (yield) {
-		c->w->yielded = true;
+	if (READ_ONCE(rseq_slice_debug) && !rseq_slice_word_ok(c->w, true))
+		todo |= RSEQ_SLICE_SYSCALL_KILL;
+	if (call == (c->w->merged ? RSEQ_SLICE_CALL_MERGED : RSEQ_SLICE_CALL_IOCTL)) {
+		if (rseq_slice_call_unseen(c))
+			todo |= RSEQ_SLICE_SYSCALL_SKIP;
+		else
+			c->w->yielded = true;
 		rseq_slice_end(c, RSEQ_SLICE_BY_YIELD);
 		rseq_slice_resched_current();
 	} else if (!c->w->merged && READ_ONCE(rseq_slice_foreign) == RSEQ_SLICE_FOREIGN_KILL) {
-		kill = true;
+		todo |= RSEQ_SLICE_SYSCALL_KILL;
 		rseq_slice_end(c, RSEQ_SLICE_BY_KILL);
 	} else {
 		rseq_slice_end(c, RSEQ_SLICE_BY_ABORT);
 		rseq_slice_resched_current();
 	}
 	local_irq_restore(flags);
-	return kill || bad;
+	return todo;
 }
 
 /*

@@ -334,23 +334,31 @@ static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
 static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
 					    struct ftrace_ops *op, struct ftrace_regs *fregs)
 {
-	int bit;
+	struct pt_regs *regs;
+	unsigned int todo;
 
 	if (likely(rseq_slice_grant_holder() != current))
 		return;
-	bit = ftrace_test_recursion_trylock(ip, parent_ip);
-	if (bit < 0)
-		return;
+	/*
+	 * No recursion lock (as for schedule(), rseq_slice_schedule_exit()):
+	 * the hooked functions run only at a system call's entry, never in
+	 * interrupt or NMI context, and nothing below calls them; only the
+	 * preemption the lock disabled is needed, for the per-CPU grant.
+	 */
+	preempt_disable_notrace();
+	regs = task_pt_regs(current);
+	todo = rseq_slice_grant_syscall(rseq_slice_syscall_kind(regs));
+	if (todo & RSEQ_SLICE_SYSCALL_SKIP)
+		rseq_slice_syscall_skip(regs, 1);
 	/*
 	 * A SIGSEGV owed is queued, not sent: through ftrace's list function
-	 * this callback runs with preemption disabled whatever the recursion
-	 * lock does, and the sighand lock sleeps on PREEMPT_RT (task.c). If
-	 * it cannot be queued (unload), the grant's reschedule comes back.
+	 * this callback runs with preemption disabled whatever it does
+	 * itself, and the sighand lock sleeps on PREEMPT_RT (task.c). If it
+	 * cannot be queued (unload), the grant's reschedule comes back.
 	 */
-	if (rseq_slice_grant_syscall(rseq_slice_syscall_kind(task_pt_regs(current))) &&
-	    !rseq_slice_task_kill_current())
+	if ((todo & RSEQ_SLICE_SYSCALL_KILL) && !rseq_slice_task_kill_current())
 		rseq_slice_resched_current();
-	ftrace_test_recursion_unlock(bit);
+	preempt_enable_notrace();
 }
 
 #if !RSEQ_SLICE_ONE_OPS

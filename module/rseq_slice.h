@@ -235,7 +235,11 @@ void rseq_slice_grant_exit(void);
 bool rseq_slice_grant_try(struct rseq_slice_word *w);
 bool rseq_slice_grant_end_current(enum rseq_slice_end why);
 void rseq_slice_grant_switch_out(void);
-bool rseq_slice_grant_syscall(enum rseq_slice_yield_call call);
+
+/* What rseq_slice_grant_syscall() asks of the entry hook. */
+#define RSEQ_SLICE_SYSCALL_KILL		BIT(0)	/* queue a SIGSEGV */
+#define RSEQ_SLICE_SYSCALL_SKIP		BIT(1)	/* skip the call: it answered 1 */
+unsigned int rseq_slice_grant_syscall(enum rseq_slice_yield_call call);
 void rseq_slice_grant_end_all(void);
 int rseq_slice_grant_yield(struct rseq_slice_word *w);
 int rseq_slice_grant_yielded(struct rseq_slice_word *w);

@@ -972,6 +972,205 @@ TEST_F_TIMEOUT(hard, ptrace_sees_the_call, 600)
 	EXPECT_EQ(0, minus_one);
 }
 
+/* --- a yield that others look at runs as made ---------------------------- */
+
+/*
+ * Where nothing but the module looks at a yield made inside a live grant,
+ * the entry hook answers it and skips the call. A filter or a tracer
+ * that looks must see the call as made, and the call must run and still
+ * report the grant it ended: these tests fail if the skip happens with a
+ * filter or tracer present (the filter or tracer sees -1, or the yield
+ * its 1 without the filter's answer), or if the yield that runs loses
+ * its answer.
+ */
+struct yield_seen {
+	volatile int hit;	/* a yield ended a live grant (syield rose) */
+	volatile long ret;	/* that yield's result */
+	volatile int err;	/* and errno */
+	volatile int tries;
+};
+
+/* Yields on the device inside a grant until one ends a live grant. */
+static int yield_until_hit(struct yield_seen *s)
+{
+	uint64_t end = rseq_slice_tsc_ns() + EVENT_BOUND_NS;
+
+	while (rseq_slice_tsc_ns() < end) {
+		long long y0 = slice_stat("syield");
+		long ret;
+		int err;
+
+		if (y0 < 0)
+			return 46;
+		if (!get_grant(&slice_self.ctrl))
+			return 44;
+		ret = ioctl(slice_self.fd, RSEQ_SLICE_IOC_YIELD);
+		err = errno;
+		s->tries++;
+		if (slice_stat("syield") > y0) {
+			s->ret = ret;
+			s->err = err;
+			s->hit = 1;
+			return 0;
+		}
+	}
+	return 47;
+}
+
+static pid_t yield_child(struct yield_seen *s, int (*setup)(void), bool traced)
+{
+	pid_t pid = fork();
+	struct noise n;
+
+	if (pid)
+		return pid;
+	s->hit = 0;
+	s->ret = 0;
+	s->err = 0;
+	s->tries = 0;
+	if (traced) {
+		if (ptrace(PTRACE_TRACEME, 0, 0, 0))
+			_exit(40);
+		raise(SIGSTOP);
+	}
+	if (pin_self(slice_test_cpu()) || slice_enable_self())
+		_exit(41);
+	if (noise_start(&n, slice_test_cpu(), 2000, 50000))
+		_exit(42);
+	if (setup && setup())
+		_exit(43);
+	_exit(yield_until_hit(s));
+}
+
+static int install_filter(struct sock_filter *f, unsigned short len)
+{
+	struct sock_fprog prog = { .len = len, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/* The yield ioctl fails with errno 77: only a filter that saw it does it. */
+static int yield_errno_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RSEQ_SLICE_IOC_YIELD, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 77),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+
+	return install_filter(f, sizeof(f) / sizeof(f[0]));
+}
+
+/* A filter that allows everything: the yield runs under seccomp. */
+static int allow_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+
+	return install_filter(f, sizeof(f) / sizeof(f[0]));
+}
+
+static void yield_seen_run(struct __test_metadata *_metadata, int (*setup)(void),
+			   long want_ret, int want_err)
+{
+	struct yield_seen *s = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int status;
+	pid_t pid;
+
+	SLICE_NEEDS_GRANTS();
+	if (slice_stat("syield") < 0)
+		SKIP(return, "the statistics are readable by root only");
+	ASSERT_NE(MAP_FAILED, s);
+	if (is_root())
+		slice_param_set_longest_grant();
+	pid = yield_child(s, setup, false);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("child status %#x", status);
+	}
+	ksft_print_msg("%d yields until one ended a live grant: %ld, errno %d\n",
+		       s->tries, s->ret, s->ret < 0 ? s->err : 0);
+	ASSERT_EQ(1, s->hit);
+	EXPECT_EQ(want_ret, s->ret);
+	if (want_ret < 0)
+		EXPECT_EQ(want_err, s->err);
+	munmap(s, PG);
+}
+
+/* The filter saw the yield's number and arguments, and answered it. */
+TEST_F_TIMEOUT(hard, seccomp_filter_sees_the_yield, 600)
+{
+	yield_seen_run(_metadata, yield_errno_filter, -1, 77);
+}
+
+/* Under a filter that allows it, the yield runs and reports the grant. */
+TEST_F_TIMEOUT(hard, seccomp_allowed_yield_reports_grant, 600)
+{
+	yield_seen_run(_metadata, allow_filter, 1, 0);
+}
+
+/*
+ * A tracer stops the child at every system call entry and exit: the
+ * yield ioctl must reach it as the ioctl at both, never as -1, and its
+ * exit must carry the 1 the child then sees.
+ */
+TEST_F_TIMEOUT(hard, ptrace_sees_the_yield, 600)
+{
+	struct yield_seen *s = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int status, sig = 0, ioctls = 0, minus_one = 0;
+	bool in_call = false;
+	pid_t pid;
+
+	SLICE_NEEDS_GRANTS();
+	if (slice_stat("syield") < 0)
+		SKIP(return, "the statistics are readable by root only");
+	ASSERT_NE(MAP_FAILED, s);
+	if (is_root())
+		slice_param_set_longest_grant();
+	pid = yield_child(s, NULL, true);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFSTOPPED(status));
+	ASSERT_EQ(0, ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD));
+	for (;;) {
+		long nr;
+
+		ASSERT_EQ(0, ptrace(PTRACE_SYSCALL, pid, 0, sig));
+		sig = 0;
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			break;
+		if (WSTOPSIG(status) != (SIGTRAP | 0x80)) {
+			sig = WSTOPSIG(status);
+			continue;
+		}
+		in_call = !in_call;
+		nr = traced_syscall_nr(pid);
+		ASSERT_NE(-2, nr);
+		if (nr == -1)
+			minus_one++;
+		if (in_call && nr == SYS_ioctl)
+			ioctls++;
+	}
+	ksft_print_msg("%d yields until one ended a live grant; %d ioctls seen, %d calls as -1\n",
+		       s->tries, ioctls, minus_one);
+	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		TH_LOG("child status %#x", status);
+	}
+	ASSERT_EQ(1, s->hit);
+	EXPECT_EQ(1, s->ret);
+	EXPECT_LE(s->tries, ioctls);
+	EXPECT_EQ(0, minus_one);
+	munmap(s, PG);
+}
+
 /* --- a registration whose page was replaced ------------------------------ */
 
 /* Grants answered on @w within the bound: true if one came. */

@@ -17,7 +17,11 @@
 #include "slice_util.h"
 #include "merged_util.h"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -371,6 +375,79 @@ TEST_F_TIMEOUT(merged, yield_in_live_grant, 600)
 		EXPECT_LE(1, y1 - y0);
 	/* The grant is over: a second yield finds nothing. */
 	EXPECT_EQ(0, merged_yield());
+}
+
+/*
+ * A seccomp filter on the thread: rseq_slice_yield() is then a call the
+ * filter looks at, so it must run as made (the module answers a yield
+ * nobody looks at at its entry and skips it). @nr_errno: the filter
+ * answers number 471 with errno 77 (it must see the number), else it
+ * allows every call. 0 or -1.
+ */
+static int yield_filter(bool nr_errno)
+{
+	struct sock_filter errno_f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MERGED_NR_YIELD, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 77),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_filter allow_f[] = {
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {
+		.len = nr_errno ? sizeof(errno_f) / sizeof(errno_f[0]) : 1,
+		.filter = nr_errno ? errno_f : allow_f,
+	};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+/*
+ * Yields inside grants under the filter until one ends a live grant
+ * (syield rises): its result must be @want.
+ */
+static void yield_under_filter(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(merged) *self, bool nr_errno, long want)
+{
+	uint64_t end = now_ns() + EVENT_NS;
+	int tries = 0;
+	long ret = 0;
+	bool hit = false;
+
+	SLICE_NEEDS_GRANTS();
+	if (merged_stat("syield") < 0)
+		SKIP(return, "no readable syield counter");
+	ASSERT_EQ(0, merged_register());
+	ASSERT_EQ(0, merged_set(PR_RSEQ_SLICE_EXT_ENABLE));
+	ASSERT_EQ(0, yield_filter(nr_errno));
+	start_noise(_metadata, self);
+	while (!hit && now_ns() < end) {
+		long long y0 = merged_stat("syield");
+
+		if (!wait_grant(left_ns(end)))
+			break;
+		ret = merged_yield();
+		tries++;
+		hit = merged_stat("syield") > y0;
+	}
+	ksft_print_msg("%d yields until one ended a live grant: %ld\n", tries, ret);
+	ASSERT_TRUE(hit);
+	EXPECT_EQ(want, ret);
+}
+
+/* The filter sees number 471 and answers it. */
+TEST_F_TIMEOUT(merged, yield_seen_by_seccomp, 600)
+{
+	yield_under_filter(_metadata, self, true, -77);
+}
+
+/* Allowed by the filter, the yield runs and reports the grant it ended. */
+TEST_F_TIMEOUT(merged, yield_under_seccomp_reports_grant, 600)
+{
+	yield_under_filter(_metadata, self, false, 1);
 }
 
 /*

@@ -65,6 +65,18 @@
 #define RSEQ_SLICE_ENTRY_KNOWN		0
 #define RSEQ_SLICE_ENTRY_WORK_BIT	TIF_SYSCALL_AUDIT
 #define rseq_slice_entry_work_word(ti)	(&(ti)->flags)
+#define RSEQ_SLICE_ENTRY_WORK_MASK	_TIF_SYSCALL_WORK
+
+/*
+ * Skip the system call now entering, its result @ret, as a tracer does:
+ * syscall_trace_enter() returns the number, NO_SYSCALL, and
+ * el0_svc_common() runs no handler for it.
+ */
+static __always_inline void rseq_slice_syscall_skip(struct pt_regs *regs, long ret)
+{
+	regs->syscallno = NO_SYSCALL;
+	syscall_set_return_value(current, regs, 0, ret);
+}
 
 /*
  * The entry and exit code the module was written against: 6.1's, 6.12's

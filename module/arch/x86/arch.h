@@ -113,8 +113,24 @@ static __always_inline struct rseq_slice_frame rseq_slice_direct_frame(unsigned 
 /* Exit work that forbids a grant, the reschedule requests aside (grant.c). */
 #define RSEQ_SLICE_EXIT_WORK		EXIT_TO_USER_MODE_WORK
 
-/* The word holding RSEQ_SLICE_ENTRY_WORK_BIT: generic entry's syscall work. */
+/*
+ * The word holding RSEQ_SLICE_ENTRY_WORK_BIT: generic entry's syscall
+ * work, of which the bits in RSEQ_SLICE_ENTRY_WORK_MASK send a call
+ * through the entry work.
+ */
 #define rseq_slice_entry_work_word(ti)	(&(ti)->syscall_work)
+#define RSEQ_SLICE_ENTRY_WORK_MASK	SYSCALL_WORK_ENTER
+
+/*
+ * Skip the system call now entering, its result @ret, as a seccomp
+ * filter's SECCOMP_RET_ERRNO does: the entry work then returns -1 for its
+ * number, which do_syscall_64() and the ia32 entries run no handler for.
+ */
+static __always_inline void rseq_slice_syscall_skip(struct pt_regs *regs, long ret)
+{
+	regs->orig_ax = -1;
+	syscall_set_return_value(current, regs, 0, ret);
+}
 
 /* Signal delivery on the way to user space, hooked at its entry. */
 #define RSEQ_SLICE_SIGNAL_FUNC		"arch_do_signal_or_restart"

@@ -165,6 +165,29 @@ static __always_inline bool rseq_slice_schedule_exit(struct rseq_slice_task *st,
 }
 
 #if RSEQ_SLICE_SCHEDULE_DIRECT
+#ifdef CONFIG_PREEMPT_NOTIFIERS
+/*
+ * For the trampolines, which test current's preempt notifier list before
+ * they save anything: where the list lies in struct task_struct, which an
+ * assembler file cannot read.
+ */
+const unsigned long rseq_slice_notifiers_offset = offsetof(struct task_struct, preempt_notifiers);
+#endif
+
+/*
+ * The direct path's work for a call from an exit path's box, out of
+ * line, so that rseq_slice_schedule_direct()'s test for every other call
+ * needs no stack frame.
+ */
+static noinline bool notrace rseq_slice_schedule_direct_exit(struct rseq_slice_task *st,
+							     unsigned long parent_ip,
+							     unsigned long sp, unsigned long fp)
+{
+	struct rseq_slice_frame f = rseq_slice_direct_frame(sp, fp);
+
+	return rseq_slice_schedule_exit(st, parent_ip, &f);
+}
+
 /*
  * schedule()'s entry calls the architecture's trampoline (schedule.S),
  * an ftrace direct call, instead of ftrace's: no registers saved, no ops
@@ -182,24 +205,6 @@ static __always_inline bool rseq_slice_schedule_exit(struct rseq_slice_task *st,
  * threads come here, and their other calls pay the two compares of the
  * boxes. Without it (switch_tracepoint.c) every thread comes here.
  */
-static noinline bool notrace rseq_slice_schedule_direct_exit(struct rseq_slice_task *st,
-							     unsigned long parent_ip,
-							     unsigned long sp, unsigned long fp)
-{
-	struct rseq_slice_frame f = rseq_slice_direct_frame(sp, fp);
-
-	return rseq_slice_schedule_exit(st, parent_ip, &f);
-}
-
-#ifdef CONFIG_PREEMPT_NOTIFIERS
-/*
- * For the trampolines, which test current's preempt notifier list before
- * they save anything: where the list lies in struct task_struct, which an
- * assembler file cannot read.
- */
-const unsigned long rseq_slice_notifiers_offset = offsetof(struct task_struct, preempt_notifiers);
-#endif
-
 bool notrace rseq_slice_schedule_direct(unsigned long parent_ip, unsigned long sp,
 					unsigned long fp)
 {

@@ -112,6 +112,7 @@ struct pending {
 };
 
 static const char *profile_path;
+static FILE *profile;	/* profile=, open from install to exit */
 static struct prof_entry *prof;
 static size_t prof_size, prof_used;
 static uint64_t last_vaddr;
@@ -203,10 +204,16 @@ static void tb_exec(unsigned int vcpu, void *mode)
 	}
 }
 
-/* tb_exec() with the block's address (profile=): @tb is it, its top bit the mode. */
+/* The mode a block at @vaddr runs in: kernel text is the upper half. */
+static uintptr_t mode_of(uint64_t vaddr)
+{
+	return (int64_t)vaddr < 0 ? KERNEL : USER;
+}
+
+/* tb_exec() with the block's address (profile=): @tb is it. */
 static void tb_exec_prof(unsigned int vcpu, void *tb)
 {
-	tb_exec(vcpu, (void *)(uintptr_t)((intptr_t)tb < 0 ? KERNEL : USER));
+	tb_exec(vcpu, (void *)mode_of((uintptr_t)tb));
 	last_vaddr = (uintptr_t)tb;
 }
 
@@ -338,7 +345,7 @@ static int (*marker_code)(struct qemu_plugin_insn *insn, uint32_t *code);
 
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
-	uintptr_t mode = (int64_t)qemu_plugin_tb_vaddr(tb) < 0 ? KERNEL : USER;
+	uintptr_t mode = mode_of(qemu_plugin_tb_vaddr(tb));
 	size_t i, n = qemu_plugin_tb_n_insns(tb);
 
 	(void)id;
@@ -422,16 +429,11 @@ static void report(FILE *f)
 	fprintf(f, "insns-plugin vcpus=%u unmatched=%" PRIu64 "\n", n_vcpus, unmatched);
 }
 
-static void write_profile(void)
+static void write_profile(FILE *f)
 {
 	struct region *r;
-	FILE *f = fopen(profile_path, "w");
 	size_t i;
 
-	if (!f) {
-		perror(profile_path);
-		return;
-	}
 	for (r = regions; r; r = r->next)
 		fprintf(f, "region %s %u %zu\n", r->name[0] ? r->name : "-", r->vcpu, r->n);
 	for (i = 0; i < prof_size; i++)
@@ -448,8 +450,8 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 
 	(void)id;
 	(void)p;
-	if (profile_path)
-		write_profile();
+	if (profile)
+		write_profile(profile);
 	if (out_path) {
 		f = fopen(out_path, "w");
 		if (!f) {
@@ -487,6 +489,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			out_path = argv[i] + 4;
 		} else if (!strncmp(argv[i], "profile=", 8)) {
 			profile_path = argv[i] + 8;
+			/* Opened now: a path that cannot be written fails the run at once. */
+			profile = fopen(profile_path, "w");
+			if (!profile) {
+				perror(profile_path);
+				return -1;
+			}
 		} else if (!strncmp(argv[i], "samples=", 8)) {
 			samples = fopen(argv[i] + 8, "w");
 			if (!samples) {

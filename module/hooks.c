@@ -335,6 +335,10 @@ static enum rseq_slice_yield_call rseq_slice_syscall_kind(struct pt_regs *regs)
  * user code until its next kernel entry, a signal ends the grant before
  * a tracer sees it (the signal hook), and every other ptrace event is
  * inside a system call, whose entry came first.
+ *
+ * A yield nobody else looks at is answered here and skipped
+ * (rseq_slice_grant_syscall() says when): the work after this piece
+ * then finds number -1 and runs no handler.
  */
 static void notrace rseq_slice_syscall_hook(unsigned long ip, unsigned long parent_ip,
 					    struct ftrace_ops *op, struct ftrace_regs *fregs)

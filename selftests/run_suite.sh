@@ -53,6 +53,9 @@ user:global.unload_refused_while_open
 user:modload.load_unload_20_rounds
 user:modload.merged_abi_off
 user:hard.seccomp_filter_sees_the_call
+user:hard.seccomp_filter_sees_the_yield
+user:hard.seccomp_allowed_yield_reports_grant
+user:hard.ptrace_sees_the_yield
 user:hard.yield_number_on_another_file_is_foreign
 user:hard.ipmodify_conflict_keeps_registrations
 user:switchout.blocking_page_fault_ends_grant
@@ -60,6 +63,8 @@ user:fault.*
 user:c32.foreign_abort
 user:merged.enotsupp_when_off
 user:merged.no_yield_counts_sabort
+user:merged.yield_seen_by_seccomp
+user:merged.yield_under_seccomp_reports_grant
 user:rule1.grant_on_exception_return
 "
 # A KASAN kernel under emulation is too slow for a few cases: they may skip

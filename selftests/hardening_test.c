@@ -702,6 +702,16 @@ static int strict_mode(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT);
 }
 
+/* Install the seccomp filter @f of @len instructions: 0 or -1. */
+static int install_filter(struct sock_filter *f, unsigned short len)
+{
+	struct sock_fprog prog = { .len = len, .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
 /* getppid() fails with errno 77: only a filter that saw the call does it. */
 static int getppid_filter(void)
 {
@@ -711,19 +721,16 @@ static int getppid_filter(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 77),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+	return install_filter(f, sizeof(f) / sizeof(f[0]));
 }
 
-static struct foreign_seen *shared_seen(void)
+/* A page the parent shares with its children, or NULL. */
+static void *shared_page(void)
 {
-	struct foreign_seen *s = mmap(NULL, PG, PROT_READ | PROT_WRITE,
-				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
-	return s == MAP_FAILED ? NULL : s;
+	return p == MAP_FAILED ? NULL : p;
 }
 
 static bool foreign_is(const char *mode)
@@ -808,7 +815,7 @@ static bool kill_mode_or_skip(void)
 
 TEST_F_TIMEOUT(hard, seccomp_strict_sees_the_call, 600)
 {
-	struct foreign_seen *s = shared_seen();
+	struct foreign_seen *s = shared_page();
 	int p[2], status = 0, n = 0, i;
 	uint64_t end;
 
@@ -845,7 +852,7 @@ TEST_F_TIMEOUT(hard, seccomp_strict_sees_the_call, 600)
 
 TEST_F_TIMEOUT(hard, seccomp_filter_sees_the_call, 600)
 {
-	struct foreign_seen *s = shared_seen();
+	struct foreign_seen *s = shared_page();
 	long long a = slice_stat("sabort");
 	int status, i;
 	uint64_t end;
@@ -948,7 +955,7 @@ static void trace_child(struct __test_metadata *_metadata, struct foreign_seen *
  */
 TEST_F_TIMEOUT(hard, ptrace_sees_the_call, 600)
 {
-	struct foreign_seen *s = shared_seen();
+	struct foreign_seen *s = shared_page();
 	int status = 0, minus_one = 0, getppids = 0, i;
 	uint64_t end;
 
@@ -1042,15 +1049,6 @@ static pid_t yield_child(struct yield_seen *s, int (*setup)(void), bool traced)
 	_exit(yield_until_hit(s));
 }
 
-static int install_filter(struct sock_filter *f, unsigned short len)
-{
-	struct sock_fprog prog = { .len = len, .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
-
 /* The yield ioctl fails with errno 77: only a filter that saw it does it. */
 static int yield_errno_filter(void)
 {
@@ -1076,22 +1074,39 @@ static int allow_filter(void)
 	return install_filter(f, sizeof(f) / sizeof(f[0]));
 }
 
+/*
+ * The yield tests' start: the shared record, and the child started with
+ * @setup (@traced: stopped for its tracer) and waited for once, its
+ * status in *@status. NULL if the test skipped or failed.
+ */
+static struct yield_seen *yield_seen_start(struct __test_metadata *_metadata,
+					   int (*setup)(void), bool traced, pid_t *pid,
+					   int *status)
+{
+	struct yield_seen *s = shared_page();
+
+	if (slice_no_grants())
+		SKIP(return NULL, SLICE_NO_GRANTS_REASON);
+	if (slice_stat("syield") < 0)
+		SKIP(return NULL, "the statistics are readable by root only");
+	ASSERT_NE(NULL, s);
+	if (is_root())
+		slice_param_set_longest_grant();
+	*pid = yield_child(s, setup, traced);
+	ASSERT_EQ(*pid, waitpid(*pid, status, 0));
+	return s;
+}
+
 static void yield_seen_run(struct __test_metadata *_metadata, int (*setup)(void),
 			   long want_ret, int want_err)
 {
-	struct yield_seen *s = mmap(NULL, PG, PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct yield_seen *s;
 	int status;
 	pid_t pid;
 
-	SLICE_NEEDS_GRANTS();
-	if (slice_stat("syield") < 0)
-		SKIP(return, "the statistics are readable by root only");
-	ASSERT_NE(MAP_FAILED, s);
-	if (is_root())
-		slice_param_set_longest_grant();
-	pid = yield_child(s, setup, false);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	s = yield_seen_start(_metadata, setup, false, &pid, &status);
+	if (!s)
+		return;
 	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		TH_LOG("child status %#x", status);
 	}
@@ -1123,20 +1138,14 @@ TEST_F_TIMEOUT(hard, seccomp_allowed_yield_reports_grant, 600)
  */
 TEST_F_TIMEOUT(hard, ptrace_sees_the_yield, 600)
 {
-	struct yield_seen *s = mmap(NULL, PG, PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int status, sig = 0, ioctls = 0, minus_one = 0;
 	bool in_call = false;
+	struct yield_seen *s;
 	pid_t pid;
 
-	SLICE_NEEDS_GRANTS();
-	if (slice_stat("syield") < 0)
-		SKIP(return, "the statistics are readable by root only");
-	ASSERT_NE(MAP_FAILED, s);
-	if (is_root())
-		slice_param_set_longest_grant();
-	pid = yield_child(s, NULL, true);
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	s = yield_seen_start(_metadata, NULL, true, &pid, &status);
+	if (!s)
+		return;
 	ASSERT_TRUE(WIFSTOPPED(status));
 	ASSERT_EQ(0, ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACESYSGOOD));
 	for (;;) {
@@ -1304,7 +1313,7 @@ TEST_F_TIMEOUT(hard, yield_through_a_dup, 420)
 
 TEST_F_TIMEOUT(hard, yield_number_on_another_file_is_foreign, 600)
 {
-	struct foreign_seen *s = shared_seen();
+	struct foreign_seen *s = shared_page();
 	long long a, y;
 	int status, i;
 	uint64_t end;
